@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// weld-admin: administration of the service's database from a terminal.
+//
+//   weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
+//   weld-admin tenant list
+//
+// It reaches the database the server uses (same environment variables). With the embedded
+// database it attaches to the cluster the running server started, or, when no server runs,
+// starts the cluster for the duration of the command. Exit codes: 0 done, 1 refused or failed
+// (with a one-line reason), 2 usage.
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { ConfigError, loadConfig } from '../server/config.ts';
+import { openMigratedDatabase } from './migrate.ts';
+import { addTenant, listTenants, TenantError } from './tenants.ts';
+
+const USAGE = `usage:
+  weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
+  weld-admin tenant list`;
+
+class UsageError extends Error {}
+
+type Command = (db: pg.Client, args: string[]) => Promise<void>;
+
+const commands: Record<string, Command> = {
+  'tenant add': async (db, args) => {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { origin: { type: 'string', multiple: true }, name: { type: 'string' } },
+    });
+    if (positionals.length !== 1) throw new UsageError('tenant add takes one <slug>');
+    const tenant = await addTenant(db, {
+      slug: positionals[0]!,
+      name: values.name,
+      origins: values.origin ?? [],
+    });
+    console.log(`added tenant ${tenant.slug} (${tenant.id})`);
+  },
+
+  'tenant list': async (db, args) => {
+    parseArgs({ args, options: {} });
+    const tenants = await listTenants(db);
+    printTable(
+      ['slug', 'name', 'origins', 'id'],
+      tenants.map((t) => [t.slug, t.name, t.origins.join(' '), t.id]),
+    );
+  },
+};
+
+function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  for (const row of [header, ...rows]) {
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const name = argv.slice(0, 2).join(' ');
+  const command = commands[name];
+  if (!command) {
+    console.error(USAGE);
+    return 2;
+  }
+  let target;
+  try {
+    const config = loadConfig();
+    target = await openMigratedDatabase(config.database, { migrate: config.migrateOnStart });
+  } catch (error) {
+    console.error(`weld-admin: ${(error as Error).message}`);
+    return 1;
+  }
+  const db = new pg.Client({ connectionString: target.ownerUrl });
+  try {
+    await db.connect();
+    await command(db, argv.slice(2));
+    return 0;
+  } catch (error) {
+    if (
+      error instanceof UsageError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
+      console.error(`weld-admin: ${(error as Error).message}\n${USAGE}`);
+      return 2;
+    }
+    const known = error instanceof TenantError || error instanceof ConfigError;
+    console.error(`weld-admin: ${known ? '' : 'failed: '}${(error as Error).message}`);
+    return 1;
+  } finally {
+    await db.end().catch(() => {});
+    await target.release();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,272 @@
+// Where the database is, how its roles come to exist, and how work runs inside it.
+//
+// Three sources (server/config.ts decides which):
+//   embedded  our own cluster under DATA_DIR; we are its superuser, so it goes the root way
+//   root      DATABASE_URL may create roles: run migrations/bootstrap.sql, then log in as the
+//             owner and authenticator roles with passwords derived from the root password
+//   split     a DBA bootstrapped the roles and gave us their two URLs; we only use them
+//
+// Derived passwords: HMAC(root password, role name). Every process that holds the root URL (the
+// server, a second instance, the admin CLI, a test) computes the same password, so none of them
+// has to store it and none of them breaks the others by changing it. They reach PostgreSQL as a
+// SCRAM verifier, never as plain text.
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import type { DatabaseSource } from '../server/config.ts';
+import { embeddedUrl, openEmbeddedCluster, type EmbeddedCluster } from './embedded.ts';
+
+export const EMBEDDED_DATABASE = 'weld';
+export const MIGRATIONS_DIR = path.resolve(import.meta.dirname, '..', 'migrations');
+
+/** The roles a request runs as, least privileged first; each includes the ones before it. */
+export const REQUEST_ROLES = [
+  'weld_anonymous',
+  'weld_viewer',
+  'weld_inspector',
+  'weld_engineer',
+  'weld_admin',
+] as const;
+export type RequestRole = (typeof REQUEST_ROLES)[number];
+
+export interface DatabaseTarget {
+  /** The role that owns the schema and runs migrations. */
+  ownerUrl: string;
+  /** The server's pool: LOGIN, NOINHERIT, NOBYPASSRLS; becomes a request role per transaction. */
+  authenticatorUrl: string;
+  /** A superuser-ish URL, when we have one (embedded and root); the migration workflow uses it. */
+  rootUrl?: string;
+  /** For logs and messages; carries no password. */
+  description: string;
+  embedded?: EmbeddedCluster;
+  /** Stops what connectDatabase started (the embedded cluster, if this process started it). */
+  release(): Promise<void>;
+}
+
+export async function connectDatabase(
+  source: DatabaseSource,
+  embeddedSettings?: Record<string, string>,
+): Promise<DatabaseTarget> {
+  switch (source.kind) {
+    case 'split':
+      return {
+        ownerUrl: source.ownerUrl,
+        authenticatorUrl: source.authenticatorUrl,
+        description: redactUrl(source.authenticatorUrl),
+        release: async () => {},
+      };
+    case 'root':
+      return {
+        ...(await bootstrapFromRoot(source.rootUrl, source)),
+        rootUrl: source.rootUrl,
+        description: redactUrl(source.rootUrl),
+        release: async () => {},
+      };
+    case 'embedded': {
+      const cluster = await openEmbeddedCluster({
+        dataDir: source.dataDir,
+        port: source.port,
+        ...(embeddedSettings && { settings: embeddedSettings }),
+      });
+      try {
+        const rootUrl = embeddedUrl(cluster, EMBEDDED_DATABASE);
+        return {
+          ...(await bootstrapFromRoot(rootUrl, {})),
+          rootUrl,
+          embedded: cluster,
+          description: `embedded PostgreSQL on 127.0.0.1:${cluster.port} (${source.dataDir})`,
+          release: () => cluster.stop(),
+        };
+      } catch (error) {
+        await cluster.stop();
+        throw error;
+      }
+    }
+  }
+}
+
+/** Creates the database if missing, runs the bootstrap SQL, and makes the two login roles usable. */
+async function bootstrapFromRoot(
+  rootUrl: string,
+  given: { ownerUrl?: string; authenticatorUrl?: string },
+): Promise<{ ownerUrl: string; authenticatorUrl: string }> {
+  const rootPassword = new URL(rootUrl).password;
+  if (!rootPassword && !(given.ownerUrl && given.authenticatorUrl)) {
+    throw new Error(
+      'DATABASE_URL has no password, and the service derives its role passwords from it: ' +
+        'add the password, or set DATABASE_OWNER_URL and DATABASE_AUTHENTICATOR_URL as well',
+    );
+  }
+  await ensureDatabaseExists(rootUrl);
+  const bootstrapSql = fs.readFileSync(path.join(MIGRATIONS_DIR, 'bootstrap.sql'), 'utf8');
+  await withRetryOnCatalogRace(() => runScript(rootUrl, bootstrapSql));
+
+  const roleUrl = async (role: string, givenUrl: string | undefined) => {
+    if (givenUrl) return givenUrl;
+    const password = createHmac('sha256', decodeURIComponent(rootPassword))
+      .update(`weld-data-service/${role}`)
+      .digest('base64url');
+    const url = new URL(rootUrl);
+    url.username = role;
+    url.password = password;
+    if (!(await canLogIn(url.href))) {
+      await withRetryOnCatalogRace(() =>
+        runScript(
+          rootUrl,
+          `alter role ${role} password ${pg.escapeLiteral(scramVerifier(password))}`,
+        ),
+      );
+    }
+    return url.href;
+  };
+  return {
+    ownerUrl: await roleUrl('weld_owner', given.ownerUrl),
+    authenticatorUrl: await roleUrl('weld_authenticator', given.authenticatorUrl),
+  };
+}
+
+async function ensureDatabaseExists(rootUrl: string): Promise<void> {
+  const name = decodeURIComponent(new URL(rootUrl).pathname.slice(1));
+  const maintenance = new URL(rootUrl);
+  maintenance.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: maintenance.href });
+  await client.connect();
+  try {
+    const found = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount === 0) {
+      await client.query(`create database ${pg.escapeIdentifier(name)}`).catch((error: unknown) => {
+        if ((error as { code?: string }).code !== '42P04') throw error; // created meanwhile
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+async function runScript(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function canLogIn(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === '28P01') return false; // wrong password
+    throw error;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Two processes bootstrapping databases of one cluster at once can collide on the shared
+ * catalogs (roles). The bootstrap checks before it acts, so a second attempt finds the work done.
+ */
+async function withRetryOnCatalogRace(work: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      const race = code === 'XX000' || code === '23505' || code === '42710';
+      if (!race || attempt === 3) throw error;
+    }
+  }
+}
+
+/** RFC 7677 SCRAM-SHA-256 verifier, the form PostgreSQL stores (and accepts) for a password. */
+function scramVerifier(password: string): string {
+  const salt = randomBytes(16);
+  const iterations = 4096;
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
+  const storedKey = createHash('sha256').update(hmac(salted, 'Client Key')).digest();
+  const serverKey = hmac(salted, 'Server Key');
+  const b64 = (b: Buffer) => b.toString('base64');
+  return `SCRAM-SHA-256$${iterations}:${b64(salt)}$${b64(storedKey)}:${b64(serverKey)}`;
+}
+
+/** A connection string fit for logs: the password is gone. */
+export function redactUrl(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = '';
+  return parsed.href;
+}
+
+export function createPool(
+  url: string,
+  options: { max: number; onError: (error: Error) => void },
+): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max,
+    // A runaway statement is cancelled rather than holding a connection forever.
+    statement_timeout: 30_000,
+    idle_in_transaction_session_timeout: 60_000,
+    application_name: 'weld-data-service',
+  });
+  // An idle client that loses its connection emits here; unhandled, it would end the process.
+  pool.on('error', options.onError);
+  return pool;
+}
+
+/** Who a unit of work runs as: the database role and the claims that policies read. */
+export interface SessionContext {
+  role: RequestRole;
+  tenantId: string | null;
+  userId?: string | null;
+  sessionId?: string | null;
+}
+
+/**
+ * Runs `work` in one transaction as the given role, with the tenant and user set as
+ * transaction-local `jwt.claims.*` settings (what weld_hidden.current_tenant_id() and the
+ * policies read). Commits on success, rolls back on any error; either way the pooled
+ * connection goes back clean, because every setting is local to the transaction.
+ */
+export async function withContext<T>(
+  pool: pg.Pool,
+  context: SessionContext,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(beginStatement(context));
+    const result = await work(client);
+    await client.query('commit');
+    return result;
+  } catch (error) {
+    await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** `begin` and the settings in one round trip (simple protocol, so values are escaped here). */
+function beginStatement(context: SessionContext): string {
+  if (!REQUEST_ROLES.includes(context.role)) {
+    throw new Error(`Not a request role: ${String(context.role)}`);
+  }
+  const settings: Array<[string, string]> = [
+    ['role', context.role],
+    ['jwt.claims.tenant_id', context.tenantId ?? ''],
+    ['jwt.claims.user_id', context.userId ?? ''],
+    ['jwt.claims.session_id', context.sessionId ?? ''],
+  ];
+  const calls = settings.map(
+    ([name, value]) => `set_config(${pg.escapeLiteral(name)}, ${pg.escapeLiteral(value)}, true)`,
+  );
+  return `begin; select ${calls.join(', ')}`;
+}

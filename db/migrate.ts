@@ -1,0 +1,159 @@
+// Migrations with graphile-migrate: committed/ holds the history (never edited), current.sql the
+// work in progress, bootstrap.sql the superuser part that runs before them.
+//
+// As a module: the policy the server and the admin CLI share (migrate at start, or refuse to
+// start against a database that is behind). As a command, the developer workflow:
+//
+//   node db/migrate.ts migrate    apply committed migrations        (npm run db:migrate)
+//   node db/migrate.ts status     list the ones not yet applied
+//   node db/migrate.ts watch      re-run current.sql on every save    (npm run db:watch)
+//   node db/migrate.ts commit     turn current.sql into the next committed migration
+//   node db/migrate.ts uncommit   move the latest committed migration back into current.sql
+//   node db/migrate.ts reset      drop and rebuild the database (embedded or DATABASE_URL only)
+//
+// Each finds the database the way the server does (DATABASE_URL, the split URLs, or the
+// embedded cluster, which it starts if the server is not running).
+import * as gm from 'graphile-migrate';
+// graphile-migrate keeps each pool for 200 ms after use and exits the process if one errors
+// meanwhile (as when the embedded cluster stops); we close them as soon as a command is done.
+import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
+import { loadConfig, type DatabaseSource } from '../server/config.ts';
+import { connectDatabase, MIGRATIONS_DIR, type DatabaseTarget } from './database.ts';
+
+type Log = (message: string) => void;
+
+export function migrationSettings(target: DatabaseTarget, log: Log = () => {}): gm.Settings {
+  const shadow = new URL(target.rootUrl ?? target.ownerUrl);
+  shadow.pathname += '_shadow';
+  if (!target.rootUrl) {
+    // The shadow database is only reached through the root URL's rights; without one, graphile-
+    // migrate still wants a well-formed URL for the commands that never touch it.
+    shadow.username = new URL(target.ownerUrl).username;
+  }
+  return {
+    connectionString: target.ownerUrl,
+    shadowConnectionString: withUser(shadow.href, target.ownerUrl),
+    ...(target.rootUrl && { rootConnectionString: target.rootUrl }),
+    databaseOwner: 'weld_owner',
+    migrationsFolder: MIGRATIONS_DIR,
+    // A reset database (and the shadow database of `watch`) gets the superuser bootstrap first.
+    afterReset: [{ _: 'sql', file: 'bootstrap.sql', root: true }],
+    logger: new gm.Logger(() => (level, message) => {
+      if (String(level) !== 'debug') log(message);
+    }),
+  };
+}
+
+/** The shadow database is used as the owner; only the database name differs. */
+function withUser(url: string, ownerUrl: string): string {
+  const result = new URL(url);
+  const owner = new URL(ownerUrl);
+  result.username = owner.username;
+  result.password = owner.password;
+  return result.href;
+}
+
+async function closingPools<T>(command: Promise<T>): Promise<T> {
+  try {
+    return await command;
+  } finally {
+    clearAllPools();
+  }
+}
+
+export async function pendingMigrations(target: DatabaseTarget): Promise<string[]> {
+  const { remainingMigrations } = await closingPools(gm.status(migrationSettings(target)));
+  return remainingMigrations ?? [];
+}
+
+export async function migrate(target: DatabaseTarget, log?: Log): Promise<void> {
+  await closingPools(gm.migrate(migrationSettings(target, log)));
+}
+
+/**
+ * Connects to the configured database and brings it to the committed schema, or, when told not
+ * to migrate, refuses with a clear message if it is behind. Used by the server and the CLI.
+ */
+export async function openMigratedDatabase(
+  source: DatabaseSource,
+  options: { migrate: boolean; log?: Log; embeddedSettings?: Record<string, string> },
+): Promise<DatabaseTarget> {
+  const target = await connectDatabase(source, options.embeddedSettings);
+  try {
+    if (options.migrate) {
+      await migrate(target, options.log);
+    } else {
+      const pending = await pendingMigrations(target);
+      if (pending.length > 0) {
+        throw new Error(
+          `The database is ${pending.length} migration(s) behind (next: ${pending[0]}) and ` +
+            'MIGRATE_ON_START is false: run `npm run db:migrate`, or start with MIGRATE_ON_START=true',
+        );
+      }
+    }
+    return target;
+  } catch (error) {
+    await target.release();
+    throw error;
+  }
+}
+
+async function main(command: string | undefined, args: string[]): Promise<void> {
+  const config = loadConfig();
+  const log: Log = (message) => console.log(message);
+  const target = await connectDatabase(config.database);
+  const needsRoot = ['watch', 'commit', 'uncommit', 'reset'];
+  try {
+    if (command && needsRoot.includes(command) && !target.rootUrl) {
+      throw new Error(`'${command}' needs DATABASE_URL (or the embedded database)`);
+    }
+    const settings = migrationSettings(target, log);
+    switch (command) {
+      case 'migrate':
+        await migrate(target, log);
+        break;
+      case 'status': {
+        const pending = await pendingMigrations(target);
+        console.log(pending.length ? `pending: ${pending.join(', ')}` : 'up to date');
+        process.exitCode = pending.length ? 1 : 0;
+        break;
+      }
+      case 'watch':
+        if (args.includes('--once')) {
+          await closingPools(gm.watch(settings, true));
+        } else {
+          await gm.watch(settings, false);
+          await untilInterrupted(); // then release the embedded cluster, if we started it
+        }
+        break;
+      case 'commit':
+        await closingPools(gm.commit(settings, args[0] ?? null));
+        break;
+      case 'uncommit':
+        await closingPools(gm.uncommit(settings));
+        break;
+      case 'reset':
+        if (!args.includes('--erase')) throw new Error("'reset' drops the database: add --erase");
+        await closingPools(gm.reset(settings, false));
+        break;
+      default:
+        throw new Error('usage: node db/migrate.ts migrate|status|watch|commit|uncommit|reset');
+    }
+  } finally {
+    await target.release();
+  }
+}
+
+function untilInterrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}
+
+if (import.meta.main) {
+  main(process.argv[2], process.argv.slice(3)).catch((error: Error) => {
+    console.error(error.message);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,77 @@
+-- Superuser bootstrap: what migrations cannot do as the owner role.
+--
+-- Run as a role that may create roles and extensions (such as `postgres`), connected to the
+-- service's database. The server runs it at every start when it has DATABASE_URL (or runs its
+-- own embedded cluster); a DBA who keeps the owner and authenticator credentials apart runs it
+-- once by hand:
+--
+--   psql "$ROOT_URL" -v ON_ERROR_STOP=1 -f migrations/bootstrap.sql
+--   psql "$ROOT_URL" -c "alter role weld_owner password '...'; alter role weld_authenticator password '...'"
+--
+-- It is idempotent. Roles are cluster-wide, so every step checks before it acts: several
+-- databases of one cluster (tests do this) can share the roles.
+do $$
+begin
+  -- The owner of every object; runs the migrations. BYPASSRLS so that the few SECURITY DEFINER
+  -- functions it owns (tenant lookup by origin, login) can read across the tenant boundary they
+  -- exist to establish. It never serves API requests.
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_owner') then
+    create role weld_owner login nosuperuser nocreatedb nocreaterole noinherit bypassrls;
+  end if;
+
+  -- The server's pool. NOINHERIT: it holds no table privilege of its own and must
+  -- `set role` to one of the request roles below. NOBYPASSRLS: row security always applies.
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_authenticator') then
+    create role weld_authenticator login nosuperuser nocreatedb nocreaterole noinherit nobypassrls;
+  end if;
+
+  -- Request roles, chosen per transaction; each is a member of the one before, so it has
+  -- every privilege of the lesser roles.
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_anonymous') then
+    create role weld_anonymous nologin nobypassrls;
+  end if;
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_viewer') then
+    create role weld_viewer nologin nobypassrls in role weld_anonymous;
+  end if;
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_inspector') then
+    create role weld_inspector nologin nobypassrls in role weld_viewer;
+  end if;
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_engineer') then
+    create role weld_engineer nologin nobypassrls in role weld_inspector;
+  end if;
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_admin') then
+    create role weld_admin nologin nobypassrls in role weld_engineer;
+  end if;
+end
+$$;
+
+-- The authenticator may become any request role (and nothing else).
+do $$
+declare
+  request_role text;
+begin
+  foreach request_role in array array['weld_anonymous', 'weld_viewer', 'weld_inspector',
+                                      'weld_engineer', 'weld_admin'] loop
+    if not pg_catalog.pg_has_role('weld_authenticator', request_role, 'member') then
+      execute format('grant %I to weld_authenticator', request_role);
+    end if;
+  end loop;
+end
+$$;
+
+-- Database-level rights. PUBLIC loses CREATE and TEMP; the owner creates schemas, the
+-- authenticator only connects.
+do $$
+begin
+  execute format('revoke all on database %I from public', current_database());
+  execute format('grant connect, create, temporary on database %I to weld_owner', current_database());
+  execute format('grant connect on database %I to weld_authenticator', current_database());
+end
+$$;
+
+revoke all on schema public from public;
+grant usage on schema public to weld_owner, weld_anonymous;
+
+-- Extensions live in `public`; functions that pin search_path name them as public.citext etc.
+create extension if not exists citext with schema public;
+create extension if not exists btree_gist with schema public;

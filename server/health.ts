@@ -1,0 +1,70 @@
+// Health: anonymous, JSON, and honest about the database.
+//   GET /health/live   the tenant of this origin is served: its database answers (spec 4)
+//   GET /health/ready  the process can serve: database reachable, schema migrated to the
+//                      newest committed migration, not shutting down. Answers on any Host,
+//                      because load balancers probe by address.
+import fs from 'node:fs';
+import path from 'node:path';
+import type pg from 'pg';
+import { MIGRATIONS_DIR } from '../db/database.ts';
+import type { Route } from './app.ts';
+import { HttpProblem, isDatabaseUnavailable, problems } from './problem.ts';
+
+/** The newest committed migration's file name; the database must have applied it. */
+export function newestCommittedMigration(): string {
+  const files = fs
+    .readdirSync(path.join(MIGRATIONS_DIR, 'committed'))
+    .filter((f) => f.endsWith('.sql'));
+  return files.sort().at(-1) ?? '';
+}
+
+export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean }): Route[] {
+  const expectedMigration = newestCommittedMigration();
+
+  /** Runs a probe query; an unreachable database is a 503, not a 500. */
+  async function probe<T extends pg.QueryResultRow>(sql: string): Promise<T | undefined> {
+    try {
+      return (await deps.pool.query<T>(sql)).rows[0];
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) throw problems.databaseUnavailable();
+      throw error;
+    }
+  }
+
+  return [
+    {
+      method: 'GET',
+      path: '/health/live',
+      handler: async (_req, res) => {
+        await probe('select 1');
+        res.json({ status: 'ok' });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/health/ready',
+      tenant: false,
+      handler: async (_req, res) => {
+        if (deps.isDraining()) {
+          throw new HttpProblem(503, {
+            type: '/problems/shutting-down',
+            title: 'Shutting down',
+            detail: 'This instance is shutting down and takes no new work.',
+          });
+        }
+        const row = await probe<{ applied: string | null }>(
+          'select weld_hidden.applied_migration() as applied',
+        );
+        const applied = row?.applied ?? '';
+        if (applied < expectedMigration) {
+          throw new HttpProblem(503, {
+            type: '/problems/schema-behind',
+            title: 'Database schema is behind',
+            detail: `The database has applied ${applied || 'no migration'}; this build needs ${expectedMigration}.`,
+          });
+        }
+        res.json({ status: 'ok' });
+      },
+    },
+  ];
+}

@@ -1,0 +1,90 @@
+// The process: configuration, database, HTTP server, and an orderly stop.
+//
+// Start: parse the environment (a bad value stops here with one line naming the variable), reach
+// the database (starting the embedded one when no URL is given), migrate or refuse when behind,
+// listen. Stop (SIGTERM/SIGINT): take no new connections, let in-flight requests finish (at most
+// SHUTDOWN_GRACE_MS), close the pool, stop the embedded PostgreSQL, exit 0.
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { createPool } from '../db/database.ts';
+import { openMigratedDatabase } from '../db/migrate.ts';
+import { ensureDemoTenant } from '../db/tenants.ts';
+import { createApp } from './app.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createLogger } from './log.ts';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    process.exit(1);
+  }
+  const logger = createLogger(config.logLevel);
+
+  const target = await openMigratedDatabase(config.database, {
+    migrate: config.migrateOnStart,
+    log: (message) => logger.info({ component: 'migrate' }, message),
+  });
+  logger.info({ database: target.description }, 'database ready');
+
+  const pool = createPool(target.authenticatorUrl, {
+    max: config.dbPoolMax,
+    onError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+  });
+  let draining = false;
+  const app = createApp({
+    pool,
+    logger,
+    trustProxy: config.trustProxy,
+    maxBodyBytes: config.maxBodyBytes,
+    isDraining: () => draining,
+  });
+
+  const server = config.host ? app.listen(config.port, config.host) : app.listen(config.port);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  }).catch(async (error: Error) => {
+    logger.fatal({ err: error }, `cannot listen on port ${config.port}`);
+    await pool.end();
+    await target.release();
+    process.exit(1);
+  });
+  const { port } = server.address() as AddressInfo;
+
+  let demoOrigins: string[] = [];
+  if (target.embedded) {
+    const owner = new pg.Client({ connectionString: target.ownerUrl });
+    await owner.connect();
+    demoOrigins = (await ensureDemoTenant(owner, port))?.origins ?? [];
+    await owner.end();
+  }
+  logger.info(
+    { port, ...(demoOrigins.length && { demoTenant: demoOrigins }) },
+    `listening on http://localhost:${port}` +
+      (demoOrigins.length ? `; demo tenant at ${demoOrigins.join(' and ')}` : ''),
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    draining = true;
+    logger.info({ signal }, 'stopping: finishing in-flight requests');
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+    await closed;
+    clearTimeout(force);
+    await pool.end();
+    await target.release();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', (signal) => void stop(signal));
+  process.on('SIGINT', (signal) => void stop(signal));
+}
+
+await main();

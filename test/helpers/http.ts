@@ -1,0 +1,61 @@
+// A small HTTP client over a loopback socket. node:http rather than fetch, because the tests must
+// set the Host header (tenants are chosen by origin) and fetch does not allow that.
+import http from 'node:http';
+
+export interface HttpResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+export interface HttpRequest {
+  method?: string;
+  path: string;
+  /** The Host header; defaults to the address connected to. */
+  host?: string;
+  headers?: Record<string, string>;
+  /** A string is sent as is; anything else as JSON with Content-Type application/json. */
+  body?: unknown;
+}
+
+export function request(port: number, req: HttpRequest): Promise<HttpResponse> {
+  const headers: Record<string, string> = { ...req.headers };
+  let payload: string | undefined;
+  if (typeof req.body === 'string') payload = req.body;
+  else if (req.body !== undefined) {
+    payload = JSON.stringify(req.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
+  headers.host = req.host ?? `127.0.0.1:${port}`;
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: req.method ?? 'GET',
+        path: req.path,
+        headers,
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode!, headers: res.headers, text, json });
+        });
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(payload);
+  });
+}

@@ -1,0 +1,130 @@
+// Servers for tests: the real app in this process on a loopback port (fast, and the test can
+// reach its pool), or the real entry point (server/main.ts) as a child process, for start-up,
+// configuration and shutdown behaviour. Also the admin CLI as a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { ExecutionContext } from 'ava';
+import { createApp, type Route } from '../../server/app.ts';
+import { createPool, type DatabaseTarget } from '../../db/database.ts';
+import { createLogger } from '../../server/log.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+export interface TestServer {
+  port: number;
+  pool: ReturnType<typeof createPool>;
+}
+
+export async function startServer(
+  t: ExecutionContext,
+  target: DatabaseTarget,
+  options: { extraRoutes?: Route[]; trustProxy?: boolean; maxBodyBytes?: number } = {},
+): Promise<TestServer> {
+  const pool = createPool(target.authenticatorUrl, { max: 5, onError: () => {} });
+  const app = createApp({
+    pool,
+    logger: createLogger('silent'),
+    trustProxy: options.trustProxy ?? false,
+    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    extraRoutes: options.extraRoutes ?? [],
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  t.teardown(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await pool.end();
+  });
+  return { port: (server.address() as AddressInfo).port, pool };
+}
+
+export interface SpawnedServer {
+  child: ChildProcess;
+  port: number;
+  /** Every line the process wrote to stdout and stderr so far. */
+  output: () => string;
+  /** Sends the signal and resolves with the exit code. */
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** Runs `node server/main.ts` with the given environment and waits for it to listen. */
+export async function spawnServer(
+  t: ExecutionContext,
+  env: Record<string, string>,
+): Promise<SpawnedServer> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'server/main.ts')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not listen:\n${output}`)), 60_000);
+    const check = () => {
+      const match = /"port":(\d+),[^\n]*listening on/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout.off('data', check);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return {
+    child,
+    port,
+    output: () => output,
+    exited,
+    stop: (signal = 'SIGTERM') => {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs a server process that is expected to exit by itself (a refused start, say). */
+export async function runServerToExit(
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  return runNode([path.join(ROOT, 'server/main.ts')], { PORT: '0', ...env });
+}
+
+/** Runs `weld-admin` with the arguments and environment given. */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  stdin?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string; output: string }> {
+  return runNode([path.join(ROOT, 'db/cli.ts'), ...args], env, stdin);
+}
+
+async function runNode(
+  args: string[],
+  env: Record<string, string>,
+  stdin?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string; output: string }> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin.end(stdin);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stdout, stderr, output: stdout + stderr };
+}
