@@ -21,6 +21,7 @@ export function createLogger(level: string): Logger {
   return pino({
     level,
     base: { service: 'weld-data-service' },
+    timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
       paths: [
         '*.password',

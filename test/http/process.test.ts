@@ -1,0 +1,210 @@
+// The real entry point as a child process: embedded and external databases, restarts,
+// configuration errors, the migration policy, and an orderly stop.
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import pg from 'pg';
+import { loadConfig } from '../../server/config.ts';
+import { freshDatabaseUrl, migratedDatabase, superuserQuery } from '../helpers/database.ts';
+import { request } from '../helpers/http.ts';
+import { runCli, runServerToExit, spawnServer } from '../helpers/server.ts';
+
+function tempDataDir(t: import('ava').ExecutionContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weld-embedded-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const postmasterRunning = (dataDir: string) =>
+  fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'));
+
+test('embedded: first start serves the demo tenant; CLI works with and without the server; restart keeps data', async (t) => {
+  const dataDir = tempDataDir(t);
+  const env = { DATA_DIR: dataDir };
+
+  const first = await spawnServer(t, env);
+  const listening = /"msg":"listening on ([^"]*)"/.exec(first.output())?.[1] ?? '';
+  t.true(listening.includes(`demo tenant at `));
+  t.true(listening.includes(`http://localhost:${first.port}`));
+  t.true(listening.includes(`http://127.0.0.1:${first.port}`));
+  for (const host of [`localhost:${first.port}`, `127.0.0.1:${first.port}`]) {
+    const live = await request(first.port, { path: '/health/live', host });
+    t.is(live.status, 200, host);
+    t.deepEqual(live.json, { status: 'ok' });
+  }
+  const unknown = await request(first.port, { path: '/health/live', host: 'unknown.test' });
+  t.is(unknown.status, 404);
+  t.regex(String(unknown.headers['content-type']), /application\/problem\+json/);
+
+  // The CLI attaches to the cluster the running server started.
+  const added = await runCli(['tenant', 'add', 'kept', '--origin', 'http://kept.test'], env);
+  t.is(added.code, 0, added.output);
+  t.is((await request(first.port, { path: '/health/live', host: 'kept.test' })).status, 200);
+  t.true(postmasterRunning(dataDir), 'the CLI left the server its database');
+
+  t.is(await first.stop('SIGTERM'), 0);
+  t.false(postmasterRunning(dataDir), 'stopping the server stopped PostgreSQL');
+
+  // Without a server the CLI starts the cluster itself, and stops it again.
+  const listed = await runCli(['tenant', 'list'], env);
+  t.is(listed.code, 0, listed.output);
+  t.regex(
+    listed.stdout,
+    /^demo\s+Demo project\s+http:\/\/127\.0\.0\.1:\d+ http:\/\/localhost:\d+/m,
+  );
+  t.regex(listed.stdout, /^kept\s+kept\s+http:\/\/kept\.test/m);
+  t.false(postmasterRunning(dataDir));
+
+  // Restart: the data is still there, and the demo tenant is not created twice.
+  const second = await spawnServer(t, env);
+  t.is((await request(second.port, { path: '/health/live', host: 'kept.test' })).status, 200);
+  t.is(await second.stop('SIGINT'), 0);
+  const again = await runCli(['tenant', 'list'], env);
+  t.is(again.stdout.match(/^demo /gm)?.length, 1);
+
+  // Nothing secret in anything the processes printed.
+  const secret = fs.readFileSync(path.join(dataDir, 'superuser.secret'), 'utf8').trim();
+  for (const text of [first.output(), second.output(), added.output, listed.output]) {
+    t.false(text.includes(secret));
+  }
+});
+
+test('external: DATABASE_URL is bootstrapped, migrated and served; restart keeps data', async (t) => {
+  const rootUrl = freshDatabaseUrl(t, 'external');
+  const env = { DATABASE_URL: rootUrl };
+  const first = await spawnServer(t, env);
+  // No demo tenant outside embedded mode.
+  t.is((await request(first.port, { path: '/health/live' })).status, 404);
+  const added = await runCli(
+    ['tenant', 'add', 'ext', '--origin', 'http://ext.test', '--name', 'External'],
+    env,
+  );
+  t.is(added.code, 0, added.output);
+  t.is((await request(first.port, { path: '/health/live', host: 'ext.test' })).status, 200);
+  t.is((await request(first.port, { path: '/health/ready' })).status, 200);
+  t.is(await first.stop(), 0);
+
+  const second = await spawnServer(t, env);
+  const live = await request(second.port, { path: '/health/live', host: 'ext.test' });
+  t.is(live.status, 200);
+  t.deepEqual(live.json, { status: 'ok' });
+  t.false(second.output().includes(new URL(rootUrl).password), 'no password in the logs');
+  t.is(await second.stop(), 0);
+});
+
+test('split credentials: the owner and authenticator URLs alone are enough', async (t) => {
+  const { target } = await migratedDatabase(t);
+  const server = await spawnServer(t, {
+    DATABASE_OWNER_URL: target.ownerUrl,
+    DATABASE_AUTHENTICATOR_URL: target.authenticatorUrl,
+  });
+  t.is((await request(server.port, { path: '/health/ready' })).status, 200);
+  t.is(await server.stop(), 0);
+});
+
+test('told not to migrate, the server refuses a database that is behind, with a clear message', async (t) => {
+  const rootUrl = freshDatabaseUrl(t, 'behind');
+  const { code, output } = await runServerToExit({
+    DATABASE_URL: rootUrl,
+    MIGRATE_ON_START: 'false',
+  });
+  t.is(code, 1);
+  t.regex(output, /migration\(s\) behind .*npm run db:migrate/);
+});
+
+test('a bad configuration value stops the process with one line naming the variable', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'abc' }, /^Invalid configuration: PORT: /],
+    [{ PORT: '70000' }, /^Invalid configuration: PORT: /],
+    [{ LOG_LEVEL: 'loud' }, /^Invalid configuration: LOG_LEVEL: /],
+    [{ TRUST_PROXY: 'maybe' }, /^Invalid configuration: TRUST_PROXY: /],
+    [
+      { DATABASE_URL: 'mysql://x' },
+      /^Invalid configuration: DATABASE_URL: must be a postgres:\/\/ URL/,
+    ],
+    [
+      { DATABASE_OWNER_URL: 'postgres://o@h/d' },
+      /^Invalid configuration: DATABASE_AUTHENTICATOR_URL: /,
+    ],
+  ];
+  for (const [env, message] of cases) {
+    const { code, output } = await runServerToExit(env);
+    t.is(code, 1, JSON.stringify(env));
+    t.regex(output, message);
+    t.is(output.trim().split('\n').length, 1, `one line for ${JSON.stringify(env)}`);
+  }
+});
+
+test('configuration defaults, and which database source each combination selects', (t) => {
+  const defaults = loadConfig({});
+  t.is(defaults.port, 3000);
+  t.false(defaults.trustProxy);
+  t.true(defaults.migrateOnStart);
+  t.deepEqual(defaults.database, { kind: 'embedded', dataDir: path.resolve('.data'), port: 0 });
+  t.is(loadConfig({ PORT: '' }).port, 3000, 'an empty variable counts as unset');
+  t.is(loadConfig({ DATABASE_URL: 'postgres://u:p@h/db' }).database.kind, 'root');
+  t.is(
+    loadConfig({
+      DATABASE_OWNER_URL: 'postgres://o:p@h/db',
+      DATABASE_AUTHENTICATOR_URL: 'postgres://a:p@h/db',
+    }).database.kind,
+    'split',
+  );
+});
+
+test('SIGTERM: no new connections, the in-flight request finishes, exit 0', async (t) => {
+  const rootUrl = freshDatabaseUrl(t, 'shutdown');
+  const server = await spawnServer(t, { DATABASE_URL: rootUrl });
+  t.is(
+    (
+      await runCli(['tenant', 'add', 'slow', '--origin', 'http://slow.test'], {
+        DATABASE_URL: rootUrl,
+      })
+    ).code,
+    0,
+  );
+
+  // Hold a lock the tenant lookup needs, so a request to a new origin stays in flight.
+  const blocker = new pg.Client({ connectionString: rootUrl });
+  await blocker.connect();
+  t.teardown(() => blocker.end());
+  await blocker.query('begin; lock table weld_public.tenants in access exclusive mode');
+  const inFlight = request(server.port, { path: '/health/live', host: 'slow.test' });
+  await waitFor(async () => {
+    const rows = await superuserQuery(
+      rootUrl,
+      `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%tenant_by_origin%'`,
+    );
+    return rows.length > 0;
+  });
+
+  server.child.kill('SIGTERM');
+  await waitFor(() => Promise.resolve(server.output().includes('stopping')));
+  await t.throwsAsync(connectOnce(server.port), { code: 'ECONNREFUSED' });
+
+  await blocker.query('commit');
+  const res = await inFlight;
+  t.is(res.status, 200);
+  t.deepEqual(res.json, { status: 'ok' });
+  t.is(await server.exited, 0);
+});
+
+function connectOnce(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve();
+    });
+    socket.on('error', reject);
+  });
+}
+
+async function waitFor(condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
