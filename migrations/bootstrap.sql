@@ -42,6 +42,17 @@ begin
   if not exists (select from pg_catalog.pg_roles where rolname = 'weld_admin') then
     create role weld_admin nologin nobypassrls in role weld_engineer;
   end if;
+
+  -- Owns the SECURITY DEFINER functions that act inside one tenant (the weld lifecycle):
+  -- they need rights the request roles lack (update a weld's status, append history), but
+  -- row security still applies to them, so even a bug in one cannot reach another tenant.
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_rules') then
+    create role weld_rules nologin noinherit nobypassrls;
+  end if;
+  -- The owner creates those functions as weld_rules (`set role weld_rules` in a migration).
+  if not pg_catalog.pg_has_role('weld_owner', 'weld_rules', 'member') then
+    grant weld_rules to weld_owner;
+  end if;
 end
 $$;
 

@@ -89,23 +89,6 @@ test('catalog: the authenticator cannot bypass row security, is no superuser and
   t.false(owner!.rolsuper);
 });
 
-test('catalog: every table in the service schemas has row security enabled and forced', async (t) => {
-  const { rootUrl } = await migratedDatabase(t);
-  const tables = await superuserQuery<{ name: string; enabled: boolean; forced: boolean }>(
-    rootUrl,
-    `select n.nspname || '.' || c.relname as name, c.relrowsecurity as enabled,
-            c.relforcerowsecurity as forced
-       from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where n.nspname in ('weld_public', 'weld_hidden', 'weld_private') and c.relkind in ('r', 'p')
-      order by 1`,
-  );
-  t.true(tables.length > 0);
-  t.deepEqual(
-    tables.filter((table) => !table.enabled || !table.forced).map((table) => table.name),
-    [],
-  );
-});
-
 test('each request role is a member of the one before it, and the authenticator may become each', async (t) => {
   const { rootUrl } = await migratedDatabase(t);
   const rows = await superuserQuery<{ ok: boolean }>(

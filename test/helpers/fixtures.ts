@@ -1,0 +1,52 @@
+// Small, explicit data sets for SQL-level tests, written as the owner (which bypasses row
+// security, as a migration or the seed generator would).
+import pg from 'pg';
+import type { DatabaseTarget } from '../../db/database.ts';
+import { addTenant } from '../../db/tenants.ts';
+
+export interface TenantFixture {
+  tenantId: string;
+  isoId: string;
+  welderId: string;
+  /** One user per role, by role name. */
+  users: Record<'viewer' | 'inspector' | 'engineer' | 'admin', string>;
+  /** Creates a weld on the fixture's ISO in the given status and returns its id. */
+  weld: (status?: string, number?: string) => Promise<string>;
+}
+
+export async function ownerClient(target: DatabaseTarget): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: target.ownerUrl });
+  await client.connect();
+  return client;
+}
+
+export async function tenantFixture(owner: pg.Client, slug: string): Promise<TenantFixture> {
+  const tenant = await addTenant(owner, { slug, origins: [`http://${slug}.test`] });
+  const tenantId = tenant.id;
+  const one = async (sql: string, params: unknown[]) =>
+    (await owner.query<{ id: string }>(sql, params)).rows[0]!.id;
+  const isoId = await one(
+    `insert into weld_public.isos (tenant_id, iso_number, line_number) values ($1, $2, $3) returning id`,
+    [tenantId, `${slug}-ISO-1`, `${slug}-LINE-1`],
+  );
+  const welderId = await one(
+    `insert into weld_public.welders (tenant_id, stamp, name) values ($1, $2, $3) returning id`,
+    [tenantId, 'W01', `Welder of ${slug}`],
+  );
+  const users = {} as TenantFixture['users'];
+  for (const role of ['viewer', 'inspector', 'engineer', 'admin'] as const) {
+    users[role] = await one(
+      `insert into weld_public.users (tenant_id, user_name, display_name, role)
+       values ($1, $2, $3, $4) returning id`,
+      [tenantId, `${role}-${slug}`, `${role} of ${slug}`, role],
+    );
+  }
+  let count = 0;
+  const weld = async (status = 'PENDING', number = `W-${++count}`) =>
+    one(
+      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, status, welder_id)
+       values ($1, $2, $3, 'BW', 4, $4, $5) returning id`,
+      [tenantId, isoId, number, status, welderId],
+    );
+  return { tenantId, isoId, welderId, users, weld };
+}
