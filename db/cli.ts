@@ -3,6 +3,7 @@
 //
 //   weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
 //   weld-admin tenant list
+//   weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]
 //
 // It reaches the database the server uses (same environment variables). With the embedded
 // database it attaches to the cluster the running server started, or, when no server runs,
@@ -12,11 +13,13 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { ConfigError, loadConfig } from '../server/config.ts';
 import { openMigratedDatabase } from './migrate.ts';
+import { seedTenant, SeedError } from './seed.ts';
 import { addTenant, listTenants, TenantError } from './tenants.ts';
 
 const USAGE = `usage:
   weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
-  weld-admin tenant list`;
+  weld-admin tenant list
+  weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]`;
 
 class UsageError extends Error {}
 
@@ -46,6 +49,41 @@ const commands: Record<string, Command> = {
       tenants.map((t) => [t.slug, t.name, t.origins.join(' '), t.id]),
     );
   },
+
+  seed: async (db, args) => {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        isos: { type: 'string', default: '100' },
+        'welds-per-iso': { type: 'string', default: '50' },
+        seed: { type: 'string', default: '1' },
+      },
+    });
+    if (positionals.length !== 1) throw new UsageError('seed takes one <tenant-slug>');
+    const started = Date.now();
+    const progress = process.stderr.isTTY
+      ? (written: number, total: number) =>
+          process.stderr.write(
+            `\rseeding: ${written.toLocaleString('en')} of ${total.toLocaleString('en')} welds`,
+          )
+      : undefined;
+    await db.query('begin');
+    const summary = await seedTenant(db, positionals[0]!, {
+      isos: Number(values.isos),
+      weldsPerIso: Number(values['welds-per-iso']),
+      seed: Number(values.seed),
+      ...(progress && { onProgress: progress }),
+    });
+    await db.query('commit');
+    if (progress) process.stderr.write('\n');
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    console.log(
+      `seeded ${positionals[0]}: ${summary.isos} ISOs, ${summary.welds} welds, ${summary.welders} welders, ` +
+        `${summary.historyRows} status changes, ${summary.ndtRecords} NDT records, ` +
+        `${summary.filmIntervals} film intervals in ${seconds} s`,
+    );
+  },
 };
 
 function printTable(header: string[], rows: string[][]): void {
@@ -61,8 +99,9 @@ function printTable(header: string[], rows: string[][]): void {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const name = argv.slice(0, 2).join(' ');
-  const command = commands[name];
+  // Commands are one word (seed) or two (tenant add).
+  const words = commands[argv.slice(0, 2).join(' ')] ? 2 : 1;
+  const command = commands[argv.slice(0, words).join(' ')];
   if (!command) {
     console.error(USAGE);
     return 2;
@@ -78,7 +117,7 @@ async function main(argv: string[]): Promise<number> {
   const db = new pg.Client({ connectionString: target.ownerUrl });
   try {
     await db.connect();
-    await command(db, argv.slice(2));
+    await command(db, argv.slice(words));
     return 0;
   } catch (error) {
     if (
@@ -88,7 +127,8 @@ async function main(argv: string[]): Promise<number> {
       console.error(`weld-admin: ${(error as Error).message}\n${USAGE}`);
       return 2;
     }
-    const known = error instanceof TenantError || error instanceof ConfigError;
+    const known =
+      error instanceof TenantError || error instanceof SeedError || error instanceof ConfigError;
     console.error(`weld-admin: ${known ? '' : 'failed: '}${(error as Error).message}`);
     return 1;
   } finally {

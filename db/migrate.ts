@@ -140,6 +140,10 @@ async function main(command: string | undefined, args: string[]): Promise<void> 
         throw new Error('usage: node db/migrate.ts migrate|status|watch|commit|uncommit|reset');
     }
   } finally {
+    // Some commands leave a pool referenced a moment longer; let graphile-migrate's keepalive
+    // (200 ms) lapse so no pool sees the embedded cluster stop.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    clearAllPools();
     await target.release();
   }
 }

@@ -1,5 +1,5 @@
 --! Previous: sha1:99789a11c9d48ce2e0e8c2d28179f387b3c38f9f
---! Hash: sha1:2f33a3fa12524570001b0c30d05e04f94f107aeb
+--! Hash: sha1:68e3d541070492faf1092c0ec8d4a01191b75ddc
 --! Message: Weld data model, tenant row security, status lifecycle
 
 -- The weld data model: every resource of the spec, tenant row security, and the weld status
@@ -70,9 +70,15 @@ $$;
 -- Every tenant table gets the same protection: row security enabled and forced (so the owner is
 -- subject to it too, unless it has BYPASSRLS), and one policy: rows of the current tenant only,
 -- for reading and for writing. A test reads the catalog and fails for a table that skipped this.
+--
+-- And the same GraphQL face: tenant_id is implied by the session, so the column is hidden, and
+-- so are the single-row lookups by keys that start with it (rows are reached through node(id)
+-- and the filtered collections instead).
 create function weld_private.secure_tenant_table(tbl regclass) returns void
   language plpgsql
 as $$
+declare
+  key_name name;
 begin
   execute format('alter table %s enable row level security', tbl);
   execute format('alter table %s force row level security', tbl);
@@ -80,6 +86,12 @@ begin
     'create policy tenant_isolation on %s
        using (tenant_id = (select weld_hidden.current_tenant_id()))
        with check (tenant_id = (select weld_hidden.current_tenant_id()))', tbl);
+  execute format('comment on column %s.tenant_id is %L', tbl, '@behavior -*');
+  for key_name in
+    select conname from pg_catalog.pg_constraint where conrelid = tbl and contype in ('p', 'u')
+  loop
+    execute format('comment on constraint %I on %s is %L', key_name, tbl, '@behavior -single -update -delete');
+  end loop;
 end
 $$;
 
@@ -179,7 +191,7 @@ create table weld_public.wps (
   primary key (tenant_id, id),
   constraint wps_number_revision_key unique (tenant_id, wps_number, revision)
 );
-comment on table weld_public.wps is E'@name wps\nWelding Procedure Specification: the procedure a welder follows.';
+comment on table weld_public.wps is E'@name wps_document\nWelding Procedure Specification: the procedure a welder follows.';
 
 create table weld_public.wps_pqrs (
   tenant_id uuid not null default weld_hidden.current_tenant_id(),

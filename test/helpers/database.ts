@@ -1,7 +1,10 @@
 // Databases for tests, on the cluster test/run.ts started (WELD_TEST_CLUSTER_URL). Each test file
 // gets its own database, copied from the migrated template, and drops it when done.
 import { randomBytes } from 'node:crypto';
-import type { ExecutionContext } from 'ava';
+/** Anything that can run clean-up after a test: ava's `t`, or a file-level list for hooks. */
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 import pg from 'pg';
 import { connectDatabase, type DatabaseTarget } from '../../db/database.ts';
 
@@ -39,7 +42,7 @@ export async function superuserQuery<R extends pg.QueryResultRow = pg.QueryResul
 }
 
 /** A database that is not created yet; dropped after the test file if something made it. */
-export function freshDatabaseUrl(t: ExecutionContext, prefix = 'fresh'): string {
+export function freshDatabaseUrl(t: Teardown, prefix = 'fresh'): string {
   const name = uniqueName(prefix);
   t.teardown(() => dropDatabase(name));
   return databaseUrl(name);
@@ -47,7 +50,7 @@ export function freshDatabaseUrl(t: ExecutionContext, prefix = 'fresh'): string 
 
 /** A migrated database of the test's own, with the service's roles ready to log in. */
 export async function migratedDatabase(
-  t: ExecutionContext,
+  t: Teardown,
 ): Promise<{ rootUrl: string; target: DatabaseTarget }> {
   const name = uniqueName('t');
   await superuserQuery(clusterUrl(), `create database ${name} template ${TEMPLATE_DATABASE}`);

@@ -1,0 +1,130 @@
+// The GraphQL schema PostGraphile builds from the database: what the smart comments and grants in
+// migrations/ promise analysts (public tables readable, private ones hidden, the lifecycle as a
+// mutation, aggregates where enabled, tenant_id implied by the session).
+import test from 'ava';
+import pg from 'pg';
+import { makeSchema } from 'postgraphile';
+import {
+  GraphQLEnumType,
+  GraphQLInputObjectType,
+  GraphQLObjectType,
+  type GraphQLSchema,
+} from 'postgraphile/graphql';
+import { graphqlPreset } from '../../server/graphql.ts';
+import { migratedDatabase } from '../helpers/database.ts';
+
+let schema: GraphQLSchema;
+const cleanups: Array<() => unknown> = [];
+
+test.before(async () => {
+  const { target } = await migratedDatabase({ teardown: (fn) => cleanups.push(fn) });
+  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 2 });
+  cleanups.push(() => pool.end());
+  ({ schema } = await makeSchema(graphqlPreset(pool)));
+});
+
+test.after.always(async () => {
+  for (const fn of cleanups.reverse()) await fn();
+});
+
+const fields = (typeName: string) => {
+  const type = schema.getType(typeName);
+  if (!(type instanceof GraphQLObjectType || type instanceof GraphQLInputObjectType)) {
+    throw new Error(`${typeName} is not an object type`);
+  }
+  return Object.keys(type.getFields());
+};
+
+test('every public table can be read; nothing of weld_hidden or weld_private shows', (t) => {
+  const query = fields('Query');
+  for (const collection of [
+    'allIsos',
+    'allWelds',
+    'allWelders',
+    'allPqrs',
+    'allWpsDocuments',
+    'allWelderQualifications',
+    'allNdtRecords',
+    'allFilmIntervals',
+    'allInspections',
+    'allTestPackages',
+    'allUsers',
+    'allWeldStatusHistories',
+    'allWeldTransitionRules',
+  ]) {
+    t.true(query.includes(collection), collection);
+  }
+  const everything = [...query, ...fields('Mutation')].join(' ');
+  for (const hidden of [
+    'tenantByOrigin',
+    'currentTenantId',
+    'currentUserId',
+    'requestRole',
+    'appliedMigration',
+    'createTenant',
+    'tenantList',
+    'seedTransitionRules',
+    'secureTenantTable',
+    'tenantOrigin',
+  ]) {
+    t.false(everything.toLowerCase().includes(hidden.toLowerCase()), hidden);
+  }
+});
+
+test('tenant_id is implied by the session: no field, argument or lookup takes it', (t) => {
+  t.false(fields('Weld').includes('tenantId'));
+  t.false(fields('WeldCondition').includes('tenantId'));
+  t.false(fields('WeldInput').includes('tenantId'));
+  const query = schema.getQueryType()!.getFields();
+  const withTenantArgument = Object.values(query).filter((f) =>
+    f.args.some((a) => a.name === 'tenantId'),
+  );
+  t.deepEqual(
+    withTenantArgument.map((f) => f.name),
+    [],
+  );
+});
+
+test('the lifecycle function is the changeWeldStatus mutation; status is not in the weld patch', (t) => {
+  t.true(fields('Mutation').includes('changeWeldStatus'));
+  t.deepEqual(
+    fields('ChangeWeldStatusInput')
+      .filter((f) => f !== 'clientMutationId')
+      .sort(),
+    ['causeNdtRecordId', 'expectedVersion', 'newStatus', 'reason', 'weldId'],
+  );
+  const patch = fields('WeldPatch');
+  for (const column of ['status', 'version', 'repairCycle'])
+    t.false(patch.includes(column), column);
+  t.true(patch.includes('weldNumber'));
+  const status = schema.getType('WeldStatus');
+  t.true(status instanceof GraphQLEnumType);
+  t.deepEqual(
+    (status as GraphQLEnumType).getValues().map((v) => v.name),
+    ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'],
+  );
+});
+
+test('history is append-only and welds are never deleted, so no such mutations exist', (t) => {
+  const mutation = fields('Mutation');
+  for (const absent of [
+    'createWeldStatusHistory',
+    'updateWeldStatusHistory',
+    'deleteWeldStatusHistory',
+    'deleteWeld',
+    'deleteWelder',
+    'deleteUser',
+  ]) {
+    t.false(mutation.includes(absent), absent);
+  }
+});
+
+test('aggregates are enabled on welds, NDT records and inspections only', (t) => {
+  for (const connection of ['WeldConnection', 'NdtRecordConnection', 'InspectionConnection']) {
+    t.true(fields(connection).includes('aggregates'), connection);
+    t.true(fields(connection).includes('groupedAggregates'), connection);
+  }
+  for (const connection of ['IsoConnection', 'WelderConnection', 'UserConnection']) {
+    t.false(fields(connection).includes('aggregates'), connection);
+  }
+});
