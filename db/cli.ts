@@ -4,6 +4,13 @@
 //   weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
 //   weld-admin tenant list
 //   weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]
+//   weld-admin user add <tenant-slug> <userName> --role <role> --password-stdin [--name <name>]
+//   weld-admin user list <tenant-slug>
+//   weld-admin user disable <tenant-slug> <userName>
+//   weld-admin user set-password <tenant-slug> <userName> --password-stdin
+//   weld-admin keys rotate <tenant-slug>
+//
+// Passwords are read from standard input only (never the command line, where `ps` shows them).
 //
 // It reaches the database the server uses (same environment variables). With the embedded
 // database it attaches to the cluster the running server started, or, when no server runs,
@@ -13,17 +20,40 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { ConfigError, loadConfig } from '../server/config.ts';
 import { openMigratedDatabase } from './migrate.ts';
+import { addSigningKey } from '../server/auth/tokens.ts';
+import { asAuthenticator, type DatabaseTarget } from './database.ts';
 import { seedTenant, SeedError } from './seed.ts';
 import { addTenant, listTenants, TenantError } from './tenants.ts';
+import { addUser, disableUser, listUsers, setPassword, UserError } from './users.ts';
 
 const USAGE = `usage:
   weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
   weld-admin tenant list
-  weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]`;
+  weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]
+  weld-admin user add <tenant-slug> <userName> --role viewer|inspector|engineer|admin --password-stdin [--name <name>]
+  weld-admin user list <tenant-slug>
+  weld-admin user disable <tenant-slug> <userName>
+  weld-admin user set-password <tenant-slug> <userName> --password-stdin
+  weld-admin keys rotate <tenant-slug>`;
 
 class UsageError extends Error {}
 
-type Command = (db: pg.Client, args: string[]) => Promise<void>;
+type Command = (db: pg.Client, args: string[], target: DatabaseTarget) => Promise<void>;
+
+/** Positionals of a command, exactly `names` of them. */
+function positional(positionals: string[], names: string[]): string[] {
+  if (positionals.length !== names.length) {
+    throw new UsageError(`expected ${names.map((n) => `<${n}>`).join(' ')}`);
+  }
+  return positionals;
+}
+
+async function passwordFromStdin(flag: boolean | undefined): Promise<string> {
+  if (!flag) throw new UsageError('give the password on standard input, with --password-stdin');
+  let text = '';
+  for await (const chunk of process.stdin) text += String(chunk);
+  return text.replace(/\r?\n$/, '');
+}
 
 const commands: Record<string, Command> = {
   'tenant add': async (db, args) => {
@@ -84,6 +114,76 @@ const commands: Record<string, Command> = {
         `${summary.filmIntervals} film intervals in ${seconds} s`,
     );
   },
+
+  'user add': async (db, args) => {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        role: { type: 'string' },
+        name: { type: 'string' },
+        'password-stdin': { type: 'boolean' },
+      },
+    });
+    const [tenant, userName] = positional(positionals, ['tenant-slug', 'userName']);
+    if (!values.role) throw new UsageError('--role is required');
+    const password = await passwordFromStdin(values['password-stdin']);
+    const user = await addUser(db, {
+      tenant: tenant!,
+      userName: userName!,
+      role: values.role,
+      displayName: values.name,
+      password,
+    });
+    console.log(`added user ${user.userName} (${user.role}) to ${tenant}`);
+  },
+
+  'user list': async (db, args) => {
+    const [tenant] = positional(parseArgs({ args, allowPositionals: true }).positionals, [
+      'tenant-slug',
+    ]);
+    const users = await listUsers(db, tenant!);
+    printTable(
+      ['userName', 'displayName', 'role', 'active', 'id'],
+      users.map((u) => [u.userName, u.displayName, u.role, u.active ? 'yes' : 'no', u.id]),
+    );
+  },
+
+  'user disable': async (db, args) => {
+    const { positionals } = parseArgs({ args, allowPositionals: true });
+    const [tenant, userName] = positional(positionals, ['tenant-slug', 'userName']);
+    await disableUser(db, tenant!, userName!);
+    console.log(`disabled user ${userName} of ${tenant}; its sessions are revoked`);
+  },
+
+  'user set-password': async (db, args) => {
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { 'password-stdin': { type: 'boolean' } },
+    });
+    const [tenant, userName] = positional(positionals, ['tenant-slug', 'userName']);
+    await setPassword(db, tenant!, userName!, await passwordFromStdin(values['password-stdin']));
+    console.log(`set the password of ${userName} of ${tenant}`);
+  },
+
+  'keys rotate': async (db, args, target) => {
+    const [slug] = positional(parseArgs({ args, allowPositionals: true }).positionals, [
+      'tenant-slug',
+    ]);
+    const tenant = (await listTenants(db)).find((t) => t.slug === slug);
+    if (!tenant) throw new UserError(`no tenant '${slug}'`);
+    // The key functions belong to the server's own role, so the CLI acts as it for this.
+    const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 1 });
+    try {
+      const kid = await asAuthenticator(pool, tenant.id, (c) => addSigningKey(c, true));
+      console.log(
+        `${slug} now signs with key ${kid}; the previous key stays trusted until its tokens expire`,
+      );
+    } finally {
+      await pool.end();
+    }
+  },
 };
 
 function printTable(header: string[], rows: string[][]): void {
@@ -117,7 +217,7 @@ async function main(argv: string[]): Promise<number> {
   const db = new pg.Client({ connectionString: target.ownerUrl });
   try {
     await db.connect();
-    await command(db, argv.slice(words));
+    await command(db, argv.slice(words), target);
     return 0;
   } catch (error) {
     if (
@@ -127,8 +227,9 @@ async function main(argv: string[]): Promise<number> {
       console.error(`weld-admin: ${(error as Error).message}\n${USAGE}`);
       return 2;
     }
-    const known =
-      error instanceof TenantError || error instanceof SeedError || error instanceof ConfigError;
+    const known = [TenantError, SeedError, UserError, ConfigError].some(
+      (kind) => error instanceof kind,
+    );
     console.error(`weld-admin: ${known ? '' : 'failed: '}${(error as Error).message}`);
     return 1;
   } finally {

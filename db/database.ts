@@ -239,10 +239,37 @@ export async function withContext<T>(
   context: SessionContext,
   work: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
+  if (!REQUEST_ROLES.includes(context.role)) {
+    throw new Error(`Not a request role: ${String(context.role)}`);
+  }
+  return inTransaction(pool, beginStatement(context), work);
+}
+
+/**
+ * Runs `work` as the authenticator itself with only the tenant set: for the server's own
+ * bookkeeping (signing keys, CSRF key) through functions granted to no request role.
+ */
+export function asAuthenticator<T>(
+  pool: pg.Pool,
+  tenantId: string,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  return inTransaction(
+    pool,
+    `begin; select set_config('jwt.claims.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`,
+    work,
+  );
+}
+
+async function inTransaction<T>(
+  pool: pg.Pool,
+  begin: string,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    await client.query(beginStatement(context));
+    await client.query(begin);
     const result = await work(client);
     await client.query('commit');
     return result;
@@ -256,9 +283,6 @@ export async function withContext<T>(
 
 /** `begin` and the settings in one round trip (simple protocol, so values are escaped here). */
 function beginStatement(context: SessionContext): string {
-  if (!REQUEST_ROLES.includes(context.role)) {
-    throw new Error(`Not a request role: ${String(context.role)}`);
-  }
   const settings: Array<[string, string]> = [
     ['role', context.role],
     ['jwt.claims.tenant_id', context.tenantId ?? ''],

@@ -89,12 +89,13 @@ function explainTenantError(error: unknown, slug: string): unknown {
 
 /**
  * The embedded database's first start: with no tenant at all, create `demo`, served from the
- * local origins of the port the server listens on. Returns the demo tenant's listing, if any.
+ * local origins of the port the server listens on. Returns the demo tenant's listing, if any,
+ * and whether it was created just now.
  */
 export async function ensureDemoTenant(
   db: pg.ClientBase,
   port: number,
-): Promise<TenantListing | undefined> {
+): Promise<{ demo: TenantListing | undefined; created: boolean }> {
   const tenants = await listTenants(db);
   if (tenants.length === 0) {
     await addTenant(db, {
@@ -102,7 +103,7 @@ export async function ensureDemoTenant(
       name: 'Demo project',
       origins: [`http://localhost:${port}`, `http://127.0.0.1:${port}`],
     });
-    return (await listTenants(db))[0];
+    return { demo: (await listTenants(db))[0], created: true };
   }
-  return tenants.find((t) => t.slug === 'demo');
+  return { demo: tenants.find((t) => t.slug === 'demo'), created: false };
 }

@@ -81,7 +81,7 @@ end
 $$;
 
 revoke all on schema public from public;
-grant usage on schema public to weld_owner, weld_anonymous;
+grant usage on schema public to weld_owner, weld_anonymous, weld_rules;
 
 -- Extensions live in `public`; functions that pin search_path name them as public.citext etc.
 create extension if not exists citext with schema public;

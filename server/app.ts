@@ -3,12 +3,17 @@
 //   request id + access log
 //   -> process-level routes (GET /health/ready)
 //   -> tenant from the origin (404 for an unknown one)
-//   -> the route table: 405 with Allow for a known path and a wrong method; for routes that take
-//      a body, 415 unless it is JSON, 413 when too large, 400 when malformed
+//   -> the route table: 405 with Allow for a known path and a wrong method; then, unless the route
+//      is anonymous, the access token (401) and for cookie-authenticated unsafe requests the CSRF
+//      check (403); for routes that take a body, 415 unless it is JSON, 413 when too large, 400
+//      when malformed
 //   -> handler
 //   -> 404 for anything else, and every error rendered once as problem+json (problem.ts)
 import express, { type RequestHandler } from 'express';
 import type pg from 'pg';
+import { authRoutes } from '../rest-adapter/auth.ts';
+import { authenticate } from './auth/session.ts';
+import type { KeyRing } from './auth/tokens.ts';
 import { healthRoutes } from './health.ts';
 import { requestLogging, type Logger } from './log.ts';
 import { HttpProblem, problemHandler, problems } from './problem.ts';
@@ -23,6 +28,8 @@ export interface Route {
   handler: RequestHandler;
   /** false for the few routes that answer on any Host; every other route needs a tenant. */
   tenant?: false;
+  /** true for routes that need no access token (health, login, refresh, logout, JWKS). */
+  anonymous?: true;
   /** true for routes that read a JSON body. */
   body?: true;
 }
@@ -31,6 +38,8 @@ export interface AppDeps {
   /** The authenticator pool. */
   pool: pg.Pool;
   logger: Logger;
+  ring: KeyRing;
+  auth: { accessTokenTtl: number; refreshTokenTtl: number };
   trustProxy: boolean;
   maxBodyBytes: number;
   /** True once shutdown has begun: readiness fails so load balancers stop sending work. */
@@ -47,6 +56,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   const routes = [
     ...healthRoutes({ pool: deps.pool, isDraining: deps.isDraining ?? (() => false) }),
+    ...authRoutes({ pool: deps.pool, ring: deps.ring, ...deps.auth }),
     ...(deps.extraRoutes ?? []),
   ];
 
@@ -79,7 +89,11 @@ function mount(routes: Route[], deps: AppDeps): express.Router {
     const route = router.route(path);
     const here = routes.filter((r) => r.path === path);
     for (const r of here) {
-      const chain = r.body ? [...jsonBody(deps.maxBodyBytes), r.handler] : [r.handler];
+      const chain = [
+        ...(r.anonymous ? [] : [authenticate(deps.ring)]),
+        ...(r.body ? jsonBody(deps.maxBodyBytes) : []),
+        r.handler,
+      ];
       route[r.method.toLowerCase() as Lowercase<Method>](...chain);
     }
     const allow: string[] = here.map((r) => r.method);

@@ -1,7 +1,9 @@
 // Configuration: every environment variable the service reads, parsed once at start.
 // A bad value stops the process with one line that names the variable (see main.ts).
 // The README's configuration table mirrors this schema; keep the two together.
+import fs from 'node:fs';
 import path from 'node:path';
+import type { JWK } from 'jose';
 import { z } from 'zod';
 
 const postgresUrl = z
@@ -33,6 +35,14 @@ const envSchema = z
       .default(1024 * 1024),
     DB_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
     SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+    ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
+    REFRESH_TOKEN_TTL_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(300)
+      .max(365 * 86_400)
+      .default(30 * 86_400),
+    JWT_SIGNING_KEYS: z.string().trim().min(1).optional(),
   })
   .refine((env) => Boolean(env.DATABASE_OWNER_URL) === Boolean(env.DATABASE_AUTHENTICATOR_URL), {
     path: ['DATABASE_AUTHENTICATOR_URL'],
@@ -58,6 +68,12 @@ export interface Config {
   maxBodyBytes: number;
   dbPoolMax: number;
   shutdownGraceMs: number;
+  auth: {
+    accessTokenTtl: number;
+    refreshTokenTtl: number;
+    /** ES256 private JWKs from JWT_SIGNING_KEYS; undefined: each tenant's keys live in the database. */
+    signingKeys: JWK[] | undefined;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -82,7 +98,54 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     dbPoolMax: e.DB_POOL_MAX,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    auth: {
+      accessTokenTtl: e.ACCESS_TOKEN_TTL_SECONDS,
+      refreshTokenTtl: e.REFRESH_TOKEN_TTL_SECONDS,
+      signingKeys: e.JWT_SIGNING_KEYS === undefined ? undefined : signingKeys(e.JWT_SIGNING_KEYS),
+    },
   };
+}
+
+const privateEcJwk = z
+  .object({
+    kty: z.literal('EC'),
+    crv: z.literal('P-256'),
+    kid: z.string().min(1),
+    x: z.string(),
+    y: z.string(),
+    d: z.string(),
+  })
+  .loose();
+
+/**
+ * JWT_SIGNING_KEYS: a JWK set of ES256 private keys, inline JSON or "@/path/to/keys.json". The
+ * first key signs; every key verifies and is published, so rotation is: put the new key first,
+ * keep the old one until the tokens it signed have expired, then remove it.
+ */
+function signingKeys(value: string): JWK[] {
+  let text = value;
+  if (value.startsWith('@')) {
+    try {
+      text = fs.readFileSync(value.slice(1), 'utf8');
+    } catch {
+      throw new ConfigError(
+        `Invalid configuration: JWT_SIGNING_KEYS: cannot read ${value.slice(1)}`,
+      );
+    }
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ConfigError('Invalid configuration: JWT_SIGNING_KEYS: not JSON');
+  }
+  const parsed = z.object({ keys: z.array(privateEcJwk).min(1) }).safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(
+      'Invalid configuration: JWT_SIGNING_KEYS: expected {"keys": [ES256 private JWKs with kid]}',
+    );
+  }
+  return parsed.data.keys;
 }
 
 function databaseSource(e: z.infer<typeof envSchema>): DatabaseSource {

@@ -35,6 +35,7 @@ export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean })
     {
       method: 'GET',
       path: '/health/live',
+      anonymous: true,
       handler: async (_req, res) => {
         await probe('select 1');
         res.json({ status: 'ok' });
@@ -44,6 +45,7 @@ export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean })
       method: 'GET',
       path: '/health/ready',
       tenant: false,
+      anonymous: true,
       handler: async (_req, res) => {
         if (deps.isDraining()) {
           throw new HttpProblem(503, {

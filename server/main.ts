@@ -9,7 +9,9 @@ import pg from 'pg';
 import { createPool } from '../db/database.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
 import { ensureDemoTenant } from '../db/tenants.ts';
+import { createDemoUsers } from '../db/users.ts';
 import { createApp } from './app.ts';
+import { KeyRing } from './auth/tokens.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 
@@ -35,9 +37,23 @@ async function main(): Promise<void> {
     onError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
   });
   let draining = false;
+  const ring = new KeyRing(pool, {
+    accessTokenTtl: config.auth.accessTokenTtl,
+    configuredKeys: config.auth.signingKeys,
+  });
+  logger.info(
+    config.auth.signingKeys
+      ? `signing keys: ${config.auth.signingKeys.length} from JWT_SIGNING_KEYS`
+      : 'signing keys: per tenant, in the database (created on first use)',
+  );
   const app = createApp({
     pool,
     logger,
+    ring,
+    auth: {
+      accessTokenTtl: config.auth.accessTokenTtl,
+      refreshTokenTtl: config.auth.refreshTokenTtl,
+    },
     trustProxy: config.trustProxy,
     maxBodyBytes: config.maxBodyBytes,
     isDraining: () => draining,
@@ -59,7 +75,23 @@ async function main(): Promise<void> {
   if (target.embedded) {
     const owner = new pg.Client({ connectionString: target.ownerUrl });
     await owner.connect();
-    demoOrigins = (await ensureDemoTenant(owner, port))?.origins ?? [];
+    const { demo, created } = await ensureDemoTenant(owner, port);
+    demoOrigins = demo?.origins ?? [];
+    if (created) {
+      // Shown once, on the terminal only (never in the JSON log); change with weld-admin.
+      const users = await createDemoUsers(owner, 'demo');
+      console.log(
+        [
+          '',
+          'Demo users of tenant "demo" (shown only now; `npx weld-admin user set-password` changes them):',
+          ...users.map(
+            (u) =>
+              `  ${u.role.padEnd(10)} userName ${u.userName.padEnd(16)} password ${u.password}`,
+          ),
+          '',
+        ].join('\n'),
+      );
+    }
     await owner.end();
   }
   logger.info(

@@ -13,6 +13,8 @@ declare global {
     interface Request {
       /** Set by the tenant resolver on every route except the process-level health check. */
       tenant?: Tenant;
+      /** The origin the tenant was matched by: the issuer and audience of its tokens. */
+      tenantOrigin?: string;
     }
   }
 }
@@ -44,6 +46,7 @@ export function tenantResolver(pool: pg.Pool): RequestHandler {
     const tenant = origin && (await lookup(origin));
     if (!tenant) throw problems.unknownTenant();
     req.tenant = tenant;
+    req.tenantOrigin = origin;
     next();
   };
 }

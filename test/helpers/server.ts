@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { createApp, type Route } from '../../server/app.ts';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
+import { KeyRing } from '../../server/auth/tokens.ts';
 import { createLogger } from '../../server/log.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -14,16 +15,31 @@ const ROOT = path.resolve(import.meta.dirname, '..', '..');
 export interface TestServer {
   port: number;
   pool: ReturnType<typeof createPool>;
+  ring: KeyRing;
 }
+
+export const TEST_TOKEN_TTL = { accessTokenTtl: 600, refreshTokenTtl: 3600 };
 
 export async function startServer(
   t: ExecutionContext,
   target: DatabaseTarget,
-  options: { extraRoutes?: Route[]; trustProxy?: boolean; maxBodyBytes?: number } = {},
+  options: {
+    extraRoutes?: Route[];
+    trustProxy?: boolean;
+    maxBodyBytes?: number;
+    accessTokenTtl?: number;
+  } = {},
 ): Promise<TestServer> {
-  const pool = createPool(target.authenticatorUrl, { max: 5, onError: () => {} });
+  const pool = createPool(target.authenticatorUrl, { max: 10, onError: () => {} });
+  const auth = {
+    ...TEST_TOKEN_TTL,
+    ...(options.accessTokenTtl && { accessTokenTtl: options.accessTokenTtl }),
+  };
+  const ring = new KeyRing(pool, { accessTokenTtl: auth.accessTokenTtl });
   const app = createApp({
     pool,
+    ring,
+    auth,
     logger: createLogger('silent'),
     trustProxy: options.trustProxy ?? false,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
@@ -36,7 +52,7 @@ export async function startServer(
     await new Promise((resolve) => server.close(resolve));
     await pool.end();
   });
-  return { port: (server.address() as AddressInfo).port, pool };
+  return { port: (server.address() as AddressInfo).port, pool, ring };
 }
 
 export interface SpawnedServer {

@@ -17,6 +17,7 @@ const HOST = 'errors.test';
 const echo: Route = {
   method: 'POST',
   path: '/test/echo',
+  anonymous: true,
   body: true,
   handler: (req, res) => {
     const body = z.object({ name: z.string().min(1), count: z.number().int() }).parse(req.body);
@@ -27,6 +28,7 @@ const echo: Route = {
 const leaky: Route = {
   method: 'GET',
   path: '/test/fail',
+  anonymous: true,
   handler: () => {
     throw new Error('select secret from weld_private.signing_keys -- internal detail');
   },

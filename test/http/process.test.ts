@@ -34,6 +34,30 @@ test('embedded: first start serves the demo tenant; CLI works with and without t
     t.is(live.status, 200, host);
     t.deepEqual(live.json, { status: 'ok' });
   }
+  // Demo users, one per role, printed once with their passwords (not in the JSON log).
+  const printed = [...first.output().matchAll(/^ {2}(\w+) +userName (\S+) +password (\S+)$/gm)];
+  t.deepEqual(
+    printed.map((m) => m[1]),
+    ['viewer', 'inspector', 'engineer', 'admin'],
+  );
+  const [, , userName, password] = printed[1]!;
+  const signedIn = await request(first.port, {
+    method: 'POST',
+    path: '/auth/login',
+    host: `localhost:${first.port}`,
+    body: { userName, password },
+  });
+  t.is(signedIn.status, 200);
+  t.is(signedIn.json.user.role, 'inspector');
+  const jsonLines = first
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'));
+  t.false(
+    jsonLines.some((line) => line.includes(password!)),
+    'no password in the JSON log',
+  );
+
   const unknown = await request(first.port, { path: '/health/live', host: 'unknown.test' });
   t.is(unknown.status, 404);
   t.regex(String(unknown.headers['content-type']), /application\/problem\+json/);
@@ -60,6 +84,7 @@ test('embedded: first start serves the demo tenant; CLI works with and without t
   // Restart: the data is still there, and the demo tenant is not created twice.
   const second = await spawnServer(t, env);
   t.is((await request(second.port, { path: '/health/live', host: 'kept.test' })).status, 200);
+  t.false(second.output().includes('Demo users'), 'demo users are made, and shown, only once');
   t.is(await second.stop('SIGINT'), 0);
   const again = await runCli(['tenant', 'list'], env);
   t.is(again.stdout.match(/^demo /gm)?.length, 1);

@@ -1,0 +1,124 @@
+// Users in TypeScript: what weld-admin and the embedded first start do with them. The rules are
+// SQL functions (migration 000003: create_user, set_user_password, disable_user); passwords are
+// hashed here (Argon2id) and never stored or printed otherwise.
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { hashPassword, passwordProblem } from '../server/auth/passwords.ts';
+import { USER_ROLES, type UserRole } from '../server/auth/tokens.ts';
+
+export class UserError extends Error {}
+
+export interface UserListing {
+  userName: string;
+  displayName: string;
+  role: UserRole;
+  active: boolean;
+  id: string;
+}
+
+async function tenantId(db: pg.ClientBase, slug: string): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    'select id from weld_public.tenants where slug = $1',
+    [slug],
+  );
+  if (!rows[0]) throw new UserError(`no tenant '${slug}'`);
+  return rows[0].id;
+}
+
+function checkPassword(password: string): void {
+  const problem = passwordProblem(password);
+  if (problem) throw new UserError(problem);
+}
+
+export async function addUser(
+  db: pg.ClientBase,
+  input: {
+    tenant: string;
+    userName: string;
+    role: string;
+    displayName?: string | undefined;
+    password: string;
+  },
+): Promise<UserListing> {
+  if (!USER_ROLES.includes(input.role as UserRole)) {
+    throw new UserError(`--role must be one of ${USER_ROLES.join(', ')}`);
+  }
+  checkPassword(input.password);
+  const tenant = await tenantId(db, input.tenant);
+  try {
+    const { rows } = await db.query<UserListing>(
+      `select user_name as "userName", display_name as "displayName", role, active, id
+         from weld_private.create_user($1, $2, $3, $4, $5)`,
+      [
+        tenant,
+        input.userName,
+        input.displayName ?? input.userName,
+        input.role,
+        await hashPassword(input.password),
+      ],
+    );
+    return rows[0]!;
+  } catch (error) {
+    const constraint = (error as { constraint?: string }).constraint;
+    if (constraint === 'users_user_name_key') {
+      throw new UserError(`user '${input.userName}' already exists in tenant '${input.tenant}'`);
+    }
+    if (constraint === 'users_user_name_format') {
+      throw new UserError(
+        `'${input.userName}' is not a valid user name: letters, digits and . _ @ -, at most 100`,
+      );
+    }
+    throw error;
+  }
+}
+
+export async function listUsers(db: pg.ClientBase, slug: string): Promise<UserListing[]> {
+  const tenant = await tenantId(db, slug);
+  const { rows } = await db.query<UserListing>(
+    `select user_name as "userName", display_name as "displayName", role, active, id
+       from weld_public.users where tenant_id = $1 order by user_name`,
+    [tenant],
+  );
+  return rows;
+}
+
+export async function disableUser(
+  db: pg.ClientBase,
+  slug: string,
+  userName: string,
+): Promise<void> {
+  const { rows } = await db.query<{ found: boolean }>(
+    'select weld_private.disable_user($1, $2) as found',
+    [await tenantId(db, slug), userName],
+  );
+  if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
+}
+
+export async function setPassword(
+  db: pg.ClientBase,
+  slug: string,
+  userName: string,
+  password: string,
+): Promise<void> {
+  checkPassword(password);
+  const { rows } = await db.query<{ found: boolean | null }>(
+    'select weld_private.set_user_password($1, $2, $3) as found',
+    [await tenantId(db, slug), userName, await hashPassword(password)],
+  );
+  if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
+}
+
+/** One user per role with a generated password, for the embedded first start; shown once. */
+export async function createDemoUsers(
+  db: pg.ClientBase,
+  slug: string,
+): Promise<Array<{ role: UserRole; userName: string; password: string }>> {
+  const created = [];
+  for (const role of USER_ROLES) {
+    const userName = `demo-${role}`;
+    const password = randomBytes(12).toString('base64url');
+    await addUser(db, { tenant: slug, userName, role, displayName: `Demo ${role}`, password });
+    created.push({ role, userName, password });
+  }
+  return created;
+}

@@ -1,0 +1,292 @@
+// The authentication endpoints (spec sections 4 and 5, with the shapes the issue fixed):
+//
+//   POST /auth/login     {userName, password} -> tokens + the three cookies
+//   POST /auth/refresh   {refreshToken} (bearer mode) or the svc_rt cookie + X-CSRF-Token
+//   POST /auth/logout    the same two ways; 204, revokes the session, clears the cookies
+//   GET  /auth/me        the signed-in user
+//   GET  /auth/csrf      a new signed CSRF token (and svc_csrf cookie) for the session
+//   GET  /.well-known/jwks.json   the tenant's public signing keys
+//
+// The rules (throttling, rotation, reuse detection) are SQL functions in migration 000003; the
+// handlers validate, call them as weld_anonymous inside the tenant, and do the cryptography.
+import { randomUUID } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { withContext } from '../db/database.ts';
+import type { Route } from '../server/app.ts';
+import { verifyPassword } from '../server/auth/passwords.ts';
+import {
+  authProblems,
+  clearSessionCookies,
+  COOKIE,
+  refuseCrossSite,
+  requestCookies,
+  requireCsrf,
+  setCsrfCookie,
+  setSessionCookies,
+} from '../server/auth/session.ts';
+import {
+  csrfToken,
+  issueAccessToken,
+  newRefreshToken,
+  openSuccessor,
+  refreshTokenSession,
+  sealSuccessor,
+  tokenHash,
+  USER_ROLES,
+  type KeyRing,
+} from '../server/auth/tokens.ts';
+import { HttpProblem } from '../server/problem.ts';
+
+export const LoginBody = z.strictObject({
+  userName: z.string().min(1).max(100),
+  password: z.string().min(1).max(1024),
+});
+
+/** Refresh and logout: bearer clients send the token; browsers send nothing and rely on svc_rt. */
+export const RefreshBody = z.strictObject({ refreshToken: z.string().min(1).max(200).optional() });
+
+export const UserJson = z.object({
+  id: z.uuid(),
+  userName: z.string(),
+  displayName: z.string(),
+  role: z.enum(USER_ROLES),
+  tenant: z.object({ slug: z.string(), name: z.string() }),
+});
+
+export const TokenResponse = z.object({
+  accessToken: z.string(),
+  refreshToken: z.string(),
+  tokenType: z.literal('Bearer'),
+  expiresIn: z.number().int().describe('seconds until the access token expires'),
+  user: UserJson,
+});
+
+export const CsrfResponse = z.object({ csrfToken: z.string() });
+
+/** Two concurrent refreshes with one token within this many seconds get the same successor. */
+const REFRESH_GRACE_SECONDS = 10;
+
+export interface AuthDeps {
+  pool: pg.Pool;
+  ring: KeyRing;
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+}
+
+const problems = {
+  invalidCredentials: () =>
+    new HttpProblem(401, {
+      type: '/problems/invalid-credentials',
+      title: 'Invalid credentials',
+      detail: 'The user name or password is wrong.',
+      headers: { 'WWW-Authenticate': 'Bearer realm="weld-data-service"' },
+    }),
+  invalidRefreshToken: () =>
+    new HttpProblem(401, {
+      type: '/problems/invalid-refresh-token',
+      title: 'Invalid refresh token',
+      detail: 'The refresh token is unknown, used, expired or revoked; sign in again.',
+      headers: { 'WWW-Authenticate': 'Bearer realm="weld-data-service", error="invalid_token"' },
+    }),
+  tooManyAttempts: (seconds: number) =>
+    new HttpProblem(429, {
+      type: '/problems/too-many-login-attempts',
+      title: 'Too many login attempts',
+      detail: `Too many failed logins; try again in ${seconds} s.`,
+      headers: { 'Retry-After': String(seconds) },
+    }),
+};
+
+export function authRoutes(deps: AuthDeps): Route[] {
+  const { pool, ring } = deps;
+  const anonymous = (req: Request) => ({
+    role: 'weld_anonymous' as const,
+    tenantId: req.tenant!.id,
+  });
+  const call = <R extends pg.QueryResultRow>(req: Request, sql: string, params: unknown[]) =>
+    withContext(pool, anonymous(req), (db) => db.query<R>(sql, params)).then((r) => r.rows[0]);
+
+  /**
+   * The user as the contract shows it, if still active; read as a viewer of the tenant (the least
+   * role that may read users), so the role in a new token is always the user's current one.
+   */
+  async function userJson(
+    req: Request,
+    userId: string,
+  ): Promise<z.infer<typeof UserJson> | undefined> {
+    const row = await withContext(
+      pool,
+      { role: 'weld_viewer', tenantId: req.tenant!.id, userId },
+      (db) =>
+        db.query<z.infer<typeof UserJson>>(
+          `select u.id, u.user_name as "userName", u.display_name as "displayName", u.role,
+                  json_build_object('slug', t.slug, 'name', t.name) as tenant
+             from weld_public.users u join weld_public.tenants t on t.id = u.tenant_id
+            where u.id = weld_hidden.current_user_id() and u.active`,
+        ),
+    );
+    return row.rows[0];
+  }
+
+  /** Issues the access token and cookies of a session and answers with the token body. */
+  async function respondWithSession(
+    req: Request,
+    res: Response,
+    session: { userId: string; sessionId: string; refreshToken: string },
+  ): Promise<void> {
+    const user = await userJson(req, session.userId);
+    if (!user) throw problems.invalidRefreshToken();
+    const accessToken = await issueAccessToken(
+      ring,
+      req.tenantOrigin!,
+      { userId: user.id, tenantId: req.tenant!.id, role: user.role, sessionId: session.sessionId },
+      deps.accessTokenTtl,
+    );
+    setSessionCookies(res, {
+      accessToken,
+      accessTtl: deps.accessTokenTtl,
+      refreshToken: session.refreshToken,
+      refreshTtl: deps.refreshTokenTtl,
+      csrfToken: csrfToken(await ring.csrfKey(req.tenant!.id), session.sessionId),
+    });
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(
+      TokenResponse.parse({
+        accessToken,
+        refreshToken: session.refreshToken,
+        tokenType: 'Bearer',
+        expiresIn: deps.accessTokenTtl,
+        user,
+      }),
+    );
+  }
+
+  /** The refresh token of a refresh or logout, and whether it came by cookie (then CSRF applies). */
+  function presentedRefreshToken(req: Request): { token: string | undefined; viaCookie: boolean } {
+    const body = RefreshBody.parse(req.body ?? {});
+    if (body.refreshToken !== undefined) return { token: body.refreshToken, viaCookie: false };
+    return { token: requestCookies(req)[COOKIE.refresh], viaCookie: true };
+  }
+
+  return [
+    {
+      method: 'POST',
+      path: '/auth/login',
+      anonymous: true,
+      body: true,
+      handler: async (req, res) => {
+        // A page of another site may not sign a browser in here (login CSRF).
+        refuseCrossSite(req);
+        const { userName, password } = LoginBody.parse(req.body ?? {});
+        const address = req.ip ?? 'unknown';
+        const begin = await call<{
+          retry_after: number | null;
+          user_id: string | null;
+          active: boolean | null;
+          password_hash: string | null;
+        }>(req, 'select * from weld_hidden.login_begin($1, $2)', [userName, address]);
+        if (begin?.retry_after) throw problems.tooManyAttempts(begin.retry_after);
+
+        // Unknown user, wrong password and disabled account: the same work, the same answer.
+        const passwordOk = await verifyPassword(password, begin?.password_hash ?? null);
+        if (!passwordOk || !begin?.active || !begin.user_id) {
+          await call(req, 'select weld_hidden.login_fail($1, $2)', [userName, address]);
+          throw problems.invalidCredentials();
+        }
+        const sessionId = randomUUID();
+        const refreshToken = newRefreshToken(sessionId);
+        await call(req, 'select weld_hidden.login_succeed($1, $2, $3, $4, $5)', [
+          begin.user_id,
+          address,
+          sessionId,
+          tokenHash(refreshToken),
+          `${deps.refreshTokenTtl} seconds`,
+        ]);
+        await respondWithSession(req, res, { userId: begin.user_id, sessionId, refreshToken });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/auth/refresh',
+      anonymous: true,
+      body: true,
+      handler: async (req, res) => {
+        const { token, viaCookie } = presentedRefreshToken(req);
+        const sessionId = token && refreshTokenSession(token);
+        if (!token || !sessionId) throw problems.invalidRefreshToken();
+        if (viaCookie) await requireCsrf(req, ring, sessionId);
+
+        const successor = newRefreshToken(sessionId);
+        const row = await call<{
+          outcome: 'rotated' | 'replayed' | 'reused' | 'revoked' | 'expired' | 'unknown';
+          user_id: string | null;
+          successor_box: Buffer | null;
+        }>(req, 'select * from weld_hidden.refresh_rotate($1, $2, $3, $4, $5)', [
+          tokenHash(token),
+          tokenHash(successor),
+          sealSuccessor(token, successor),
+          `${REFRESH_GRACE_SECONDS} seconds`,
+          `${deps.refreshTokenTtl} seconds`,
+        ]);
+        if (row?.outcome !== 'rotated' && row?.outcome !== 'replayed') {
+          req.log.info({ outcome: row?.outcome }, 'refresh refused');
+          if (viaCookie) clearSessionCookies(res);
+          throw problems.invalidRefreshToken();
+        }
+        const refreshToken =
+          row.outcome === 'rotated' ? successor : openSuccessor(token, row.successor_box!);
+        await respondWithSession(req, res, { userId: row.user_id!, sessionId, refreshToken });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/auth/logout',
+      anonymous: true,
+      body: true,
+      handler: async (req, res) => {
+        const { token, viaCookie } = presentedRefreshToken(req);
+        const sessionId = token && refreshTokenSession(token);
+        if (token && sessionId) {
+          if (viaCookie) await requireCsrf(req, ring, sessionId);
+          await call(req, 'select weld_hidden.logout($1)', [tokenHash(token)]);
+        }
+        clearSessionCookies(res);
+        res.status(204).end();
+      },
+    },
+    {
+      method: 'GET',
+      path: '/auth/me',
+      handler: async (req, res) => {
+        const identity = req.identity!;
+        const user = await userJson(req, identity.userId);
+        if (!user) throw authProblems.unauthorized(true); // disabled since the token was issued
+        res.setHeader('Cache-Control', 'no-store');
+        res.json(user);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/auth/csrf',
+      handler: async (req, res) => {
+        const token = csrfToken(await ring.csrfKey(req.tenant!.id), req.identity!.sessionId);
+        setCsrfCookie(res, token, deps.refreshTokenTtl);
+        res.setHeader('Cache-Control', 'no-store');
+        res.json(CsrfResponse.parse({ csrfToken: token }));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/.well-known/jwks.json',
+      anonymous: true,
+      handler: async (req, res) => {
+        res.setHeader('Cache-Control', 'public, max-age=300');
+        res
+          .type('application/jwk-set+json')
+          .send(JSON.stringify(await ring.publicJwks(req.tenant!.id)));
+      },
+    },
+  ];
+}
