@@ -194,8 +194,8 @@ test("a token of tenant A is refused at tenant B's origin", async (t) => {
   assert401(t, await me(port, { cookie: cookieHeader(cookie) }, B));
 });
 
-test('key rotation: new tokens use the new key, old tokens stay valid, JWKS publishes both', async (t) => {
-  const { port, ring, tenantA, target } = await setup(t);
+test('key rotation: new tokens use the new key, old tokens stay valid until they expire, JWKS publishes both', async (t) => {
+  const { port, ring, tenantA, target, owner } = await setup(t);
   const before = await login(port, A, 'viewer');
   const oldKid = decodeProtectedHeader(before.json.accessToken).kid;
 
@@ -216,6 +216,19 @@ test('key rotation: new tokens use the new key, old tokens stay valid, JWKS publ
   // Tenants have their own keys.
   const jwksB = await request(port, { path: '/.well-known/jwks.json', host: B });
   t.false(jwksB.json.keys.some((k: { kid: string }) => k.kid === newKid || k.kid === oldKid));
+
+  // Once every token the old key signed has expired, it is neither trusted nor published.
+  await owner.query(
+    `update weld_private.signing_keys set retired_at = now() - interval '2 hours' where kid = $1`,
+    [oldKid],
+  );
+  ring.forget(tenantA.id);
+  assert401(t, await me(port, bearer(before.json.accessToken)), 'retired key no longer trusted');
+  const later = await request(port, { path: '/.well-known/jwks.json', host: A });
+  t.deepEqual(
+    later.json.keys.map((k: { kid: string }) => k.kid),
+    [newKid],
+  );
 });
 
 //------------------------------------------------------------------------------------------------
