@@ -1,19 +1,25 @@
 // Tenant isolation, from the attacker's side: the catalog facts that make it structural, then
 // every role against every table with another tenant's rows present.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
-import { withContext, type RequestRole } from '../../db/database.ts';
+import { REQUEST_ROLES, withContext, type RequestRole } from '../../db/database.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { ownerClient, tenantFixture } from '../helpers/fixtures.ts';
 
 const SCHEMAS = `('weld_public', 'weld_hidden', 'weld_private')`;
-const ROLES = [
-  'weld_anonymous',
-  'weld_viewer',
-  'weld_inspector',
-  'weld_engineer',
-  'weld_admin',
-] as const;
+const ROLES = REQUEST_ROLES;
+
+/** Two tenants with a little data each, and a pool of the server's own role. */
+async function twoTenants(t: ExecutionContext) {
+  const { rootUrl, target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const a = await tenantFixture(owner, 'alpha');
+  const b = await tenantFixture(owner, 'bravo');
+  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 4 });
+  t.teardown(() => pool.end());
+  return { rootUrl, owner, a, b, pool };
+}
 
 /**
  * What the catalog says is wrong with tenancy: a table in the service schemas without row
@@ -79,11 +85,7 @@ test('catalog: the same check names a new table that forgets', async (t) => {
 });
 
 test('isolation: for each role, the other tenant is invisible, unchangeable and undeletable', async (t) => {
-  const { rootUrl, target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const b = await tenantFixture(owner, 'bravo');
+  const { rootUrl, owner, a, b, pool } = await twoTenants(t);
   for (const fx of [a, b]) {
     const weldId = await fx.weld('ACCEPTED');
     const ndt = (
@@ -118,8 +120,6 @@ test('isolation: for each role, the other tenant is invisible, unchangeable and 
     ).rows[0]!.f;
   const before = await fingerprint();
 
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 4 });
-  t.teardown(() => pool.end());
   const asRole = <T>(
     role: RequestRole,
     tenantId: string | null,
@@ -179,13 +179,7 @@ test('isolation: for each role, the other tenant is invisible, unchangeable and 
 });
 
 test("isolation: inserting with another tenant's id, or pointing at its rows, is refused", async (t) => {
-  const { target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const b = await tenantFixture(owner, 'bravo');
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 2 });
-  t.teardown(() => pool.end());
+  const { a, b, pool } = await twoTenants(t);
 
   // A table whose tenant_id the role may write: the row-security check refuses B's id.
   const rule = await t.throwsAsync(
@@ -235,13 +229,7 @@ test("isolation: inserting with another tenant's id, or pointing at its rows, is
 });
 
 test('a duplicate in one tenant is refused; the same natural key in another tenant is fine', async (t) => {
-  const { target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const b = await tenantFixture(owner, 'bravo');
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 2 });
-  t.teardown(() => pool.end());
+  const { a, b, pool } = await twoTenants(t);
   const addWelder = (tenantId: string) =>
     withContext(pool, { role: 'weld_engineer', tenantId }, (c) =>
       c.query(`insert into weld_public.welders (stamp, name) values ('W77', 'New welder')`),

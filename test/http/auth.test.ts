@@ -46,6 +46,9 @@ async function setup(t: ExecutionContext, options: { trustProxy?: boolean } = {}
 const me = (port: number, headers: Record<string, string>, host = A) =>
   request(port, { path: '/auth/me', host, headers });
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+/** A bearer-mode refresh at tenant A. */
+const refreshWith = (port: number, token: string) =>
+  request(port, { method: 'POST', path: '/auth/refresh', host: A, body: { refreshToken: token } });
 
 function assert401(t: ExecutionContext, res: HttpResponse, label = ''): void {
   t.is(res.status, 401, `${label} ${res.text}`);
@@ -237,13 +240,7 @@ test('key rotation: new tokens use the new key, old tokens stay valid until they
 test('refresh rotates: a new pair each time, and the old refresh token no longer works', async (t) => {
   const { port } = await setup(t);
   const first = await login(port, A, 'engineer');
-  const refresh = (token: string) =>
-    request(port, {
-      method: 'POST',
-      path: '/auth/refresh',
-      host: A,
-      body: { refreshToken: token },
-    });
+  const refresh = (token: string) => refreshWith(port, token);
   const second = await refresh(first.json.refreshToken);
   t.is(second.status, 200);
   t.deepEqual(Object.keys(second.json).sort(), [
@@ -264,13 +261,7 @@ test('refresh rotates: a new pair each time, and the old refresh token no longer
 
 test('replaying a used refresh token revokes the whole family, and that revocation is committed', async (t) => {
   const { port, owner } = await setup(t);
-  const refresh = (token: string) =>
-    request(port, {
-      method: 'POST',
-      path: '/auth/refresh',
-      host: A,
-      body: { refreshToken: token },
-    });
+  const refresh = (token: string) => refreshWith(port, token);
   const first = await login(port, A, 'viewer');
   const second = await refresh(first.json.refreshToken);
   t.is(second.status, 200);
@@ -290,13 +281,7 @@ test('replaying a used refresh token revokes the whole family, and that revocati
 test('two concurrent refreshes with the same token: one live family, both get the same successor', async (t) => {
   const { port, owner } = await setup(t);
   const first = await login(port, A, 'viewer');
-  const refresh = (token: string) =>
-    request(port, {
-      method: 'POST',
-      path: '/auth/refresh',
-      host: A,
-      body: { refreshToken: token },
-    });
+  const refresh = (token: string) => refreshWith(port, token);
   const results = await Promise.all(
     Array.from({ length: 5 }, () => refresh(first.json.refreshToken)),
   );
