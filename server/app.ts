@@ -12,8 +12,12 @@
 import express, { type RequestHandler } from 'express';
 import type pg from 'pg';
 import { authRoutes } from '../rest-adapter/auth.ts';
+import { isoRoutes } from '../rest-adapter/isos.ts';
+import { openapiRoutes } from '../rest-adapter/openapi.ts';
+import { weldRoutes } from '../rest-adapter/welds.ts';
 import { authenticate } from './auth/session.ts';
 import type { KeyRing } from './auth/tokens.ts';
+import { checkLimits, type Graphql } from './graphql.ts';
 import { healthRoutes } from './health.ts';
 import { requestLogging, type Logger } from './log.ts';
 import { HttpProblem, problemHandler, problems } from './problem.ts';
@@ -40,6 +44,7 @@ export interface AppDeps {
   logger: Logger;
   ring: KeyRing;
   auth: { accessTokenTtl: number; refreshTokenTtl: number };
+  graphql: Graphql;
   trustProxy: boolean;
   maxBodyBytes: number;
   /** True once shutdown has begun: readiness fails so load balancers stop sending work. */
@@ -54,9 +59,27 @@ export function createApp(deps: AppDeps): express.Express {
   app.set('trust proxy', deps.trustProxy);
   app.set('etag', false); // entity tags are set on purpose where the contract wants them
 
-  const routes = [
+  const { graphql } = deps;
+  const routes: Route[] = [
     ...healthRoutes({ pool: deps.pool, isDraining: deps.isDraining ?? (() => false) }),
     ...authRoutes({ pool: deps.pool, ring: deps.ring, ...deps.auth }),
+    // The data paths, canonical and under /api, with identical behaviour (spec section 4).
+    ...['', '/api'].flatMap((prefix) => [
+      ...isoRoutes(deps.pool, prefix),
+      ...weldRoutes(deps.pool, prefix),
+    ]),
+    {
+      method: 'POST',
+      path: '/graphql',
+      body: true,
+      handler: (req, res, next) => {
+        checkLimits(graphql.schema, req.body as { query?: unknown; variables?: unknown });
+        return graphql.handler(req, res, next);
+      },
+    },
+    { method: 'GET', path: '/graphiql', anonymous: true, handler: graphql.handler },
+    { method: 'GET', path: '/ruru-static/*asset', anonymous: true, handler: graphql.handler },
+    ...openapiRoutes(),
     ...(deps.extraRoutes ?? []),
   ];
 

@@ -1,19 +1,149 @@
 // GraphQL for analysts: PostGraphile 5 reflecting the weld_public schema. What it shows is decided
-// in the database (grants, row security, smart comments in migrations/); this file only chooses
-// the presets and where requests meet the pool.
+// in the database (grants, row security, smart comments in migrations/); this file chooses the
+// presets, hands each request's role and tenant to PostGraphile's transaction, and sets limits so
+// one query cannot take the service down:
+//   - depth at most 10 (lists at most 4 deep), by @graphile/depth-limit
+//   - every connection that returns rows (selects nodes or edges) needs first or last, 1 to 500
+//   - the pool's statement_timeout (30 s) cancels what still runs too long
+// A query over a limit is refused before it runs: 400 problem+json, /problems/query-too-large.
+import { depthLimit } from '@graphile/depth-limit';
 import { PgAggregatesPreset } from '@graphile/pg-aggregates';
+import express, { type RequestHandler } from 'express';
 import type pg from 'pg';
+import { postgraphile } from 'postgraphile';
 import { makePgService } from 'postgraphile/adaptors/pg';
+import { grafserv } from 'postgraphile/grafserv/express/v4';
+import {
+  getNamedType,
+  GraphQLObjectType,
+  Kind,
+  parse,
+  TypeInfo,
+  validate,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ValueNode,
+} from 'postgraphile/graphql';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { PostGraphileConnectionFilterPreset } from 'postgraphile-plugin-connection-filter';
+import { HttpProblem } from './problem.ts';
+
+export const MAX_PAGE_SIZE = 500;
+const DEPTH = { maxDepth: 10, maxListDepth: 4 };
 
 export function graphqlPreset(pool: pg.Pool): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset, PostGraphileConnectionFilterPreset],
-    pgServices: [makePgService({ pool, schemas: ['weld_public'] })],
+    pgServices: [
+      makePgService({
+        pool,
+        schemas: ['weld_public'],
+        // The same settings withContext() makes for REST: role and claims, transaction-local.
+        pgSettings(requestContext) {
+          const req = requestContext.expressv4?.req;
+          const identity = req?.identity;
+          if (!identity || !req.tenant) return { role: 'weld_anonymous' };
+          return {
+            role: `weld_${identity.role}`,
+            'jwt.claims.tenant_id': req.tenant.id,
+            'jwt.claims.user_id': identity.userId,
+            'jwt.claims.session_id': identity.sessionId,
+          };
+        },
+      }),
+    ],
     schema: {
       // Aggregates only where a table opts in (`@aggregates on`: welds, NDT records, inspections).
       defaultBehavior: '-aggregates',
     },
+    grafserv: {
+      graphqlPath: '/graphql',
+      graphiqlPath: '/graphiql',
+      graphiql: true,
+      graphqlOverGET: false,
+    },
   };
+}
+
+export interface Graphql {
+  /** Serves POST /graphql (after authentication and checkLimits), GET /graphiql and its assets. */
+  handler: RequestHandler;
+  schema: GraphQLSchema;
+  release(): Promise<void>;
+}
+
+export async function createGraphql(pool: pg.Pool): Promise<Graphql> {
+  const pgl = postgraphile(graphqlPreset(pool));
+  const serv = pgl.createServ(grafserv);
+  const handler = express();
+  handler.disable('x-powered-by');
+  await serv.addTo(handler, null, false);
+  return {
+    handler,
+    schema: await pgl.getSchema(),
+    release: async () => {
+      await pgl.release();
+    },
+  };
+}
+
+function tooLarge(detail: string): HttpProblem {
+  return new HttpProblem(400, {
+    type: '/problems/query-too-large',
+    title: 'Query too large',
+    detail,
+  });
+}
+
+/** Depth and page size of a GraphQL request; syntax errors are left to grafserv to report. */
+export function checkLimits(
+  schema: GraphQLSchema,
+  body: { query?: unknown; variables?: unknown } | undefined,
+): void {
+  if (typeof body?.query !== 'string') return;
+  let document: DocumentNode;
+  try {
+    document = parse(body.query);
+  } catch {
+    return;
+  }
+  const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
+  if (depthErrors.length > 0) throw tooLarge(depthErrors[0]!.message);
+
+  const variables = (typeof body.variables === 'object' && body.variables) || {};
+  const valueOf = (node: ValueNode | undefined): unknown => {
+    if (!node) return undefined;
+    if (node.kind === Kind.INT) return Number(node.value);
+    if (node.kind === Kind.VARIABLE) return (variables as Record<string, unknown>)[node.name.value];
+    return null;
+  };
+  const typeInfo = new TypeInfo(schema);
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        const type = getNamedType(typeInfo.getType());
+        if (!(type instanceof GraphQLObjectType) || !type.name.endsWith('Connection')) return;
+        const rows = node.selectionSet?.selections.some(
+          (s) => s.kind === Kind.FIELD && (s.name.value === 'nodes' || s.name.value === 'edges'),
+        );
+        if (!rows) return; // aggregates and totalCount only: no rows come back
+        const argument = (name: string) =>
+          valueOf(node.arguments?.find((a) => a.name.value === name)?.value);
+        const size = argument('first') ?? argument('last');
+        if (
+          typeof size !== 'number' ||
+          !Number.isInteger(size) ||
+          size < 1 ||
+          size > MAX_PAGE_SIZE
+        ) {
+          throw tooLarge(
+            `${node.name.value}: give first or last, from 1 to ${MAX_PAGE_SIZE}, to read its nodes or edges.`,
+          );
+        }
+      },
+    }),
+  );
 }

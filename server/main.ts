@@ -4,6 +4,7 @@
 // the database (starting the embedded one when no URL is given), migrate or refuse when behind,
 // listen. Stop (SIGTERM/SIGINT): take no new connections, let in-flight requests finish (at most
 // SHUTDOWN_GRACE_MS), close the pool, stop the embedded PostgreSQL, exit 0.
+import './environment.ts';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { createPool } from '../db/database.ts';
@@ -12,6 +13,7 @@ import { ensureDemoTenant } from '../db/tenants.ts';
 import { createDemoUsers } from '../db/users.ts';
 import { createApp } from './app.ts';
 import { KeyRing } from './auth/tokens.ts';
+import { createGraphql } from './graphql.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 
@@ -46,10 +48,12 @@ async function main(): Promise<void> {
       ? `signing keys: ${config.auth.signingKeys.length} from JWT_SIGNING_KEYS`
       : 'signing keys: per tenant, in the database (created on first use)',
   );
+  const graphql = await createGraphql(pool);
   const app = createApp({
     pool,
     logger,
     ring,
+    graphql,
     auth: {
       accessTokenTtl: config.auth.accessTokenTtl,
       refreshTokenTtl: config.auth.refreshTokenTtl,
@@ -110,6 +114,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
     await closed;
     clearTimeout(force);
+    await graphql.release();
     await pool.end();
     await target.release();
     logger.info('stopped');

@@ -91,6 +91,57 @@ export const problems = {
     }),
 };
 
+/**
+ * The service's own SQLSTATEs (raised by the SQL functions in migrations/) and the few standard
+ * ones a request can cause, mapped once to HTTP. DETAIL of WD002 / WD005 is JSON.
+ */
+const SQLSTATE_PROBLEMS: Record<string, (e: { message: string; detail?: string }) => HttpProblem> =
+  {
+    WD001: () => problems.notFound('No such weld.'),
+    WD002: (e) =>
+      new HttpProblem(409, {
+        type: '/problems/transition-not-allowed',
+        title: 'Transition not allowed',
+        detail: `${e.message}.`,
+        extensions: {
+          allowed: (JSON.parse(e.detail ?? '{}') as { allowed?: string[] }).allowed ?? [],
+        },
+      }),
+    WD003: (e) =>
+      new HttpProblem(403, {
+        type: '/problems/role-not-allowed',
+        title: 'Role not allowed',
+        detail: `${e.message}.`,
+      }),
+    WD004: (e) =>
+      new HttpProblem(422, {
+        type: '/problems/reason-required',
+        title: 'Reason required',
+        detail: `${e.message}.`,
+        extensions: { errors: [{ pointer: '/reason', detail: 'required for this transition' }] },
+      }),
+    WD005: (e) =>
+      new HttpProblem(412, {
+        type: '/problems/stale-version',
+        title: 'Precondition failed',
+        detail: `The weld has changed since that version (${e.message}); read it again.`,
+      }),
+    // permission denied: the caller's role lacks the privilege
+    '42501': () =>
+      new HttpProblem(403, {
+        type: '/problems/role-not-allowed',
+        title: 'Role not allowed',
+        detail: 'Your role may not do this.',
+      }),
+    // query_canceled: statement_timeout
+    '57014': () =>
+      new HttpProblem(503, {
+        type: '/problems/timeout',
+        title: 'Timed out',
+        detail: 'The request took too long and was cancelled.',
+      }),
+  };
+
 /** Connection-level failures: the database is down, restarting, full or refusing us. */
 const UNAVAILABLE_SQLSTATES = new Set([
   '08000', '08001', '08003', '08004', '08006', // connection exceptions
@@ -128,6 +179,9 @@ export function toProblem(error: unknown): HttpProblem {
       return new HttpProblem(400, { detail: 'The request body was incomplete.' });
   }
   if (isDatabaseUnavailable(error)) return problems.databaseUnavailable();
+  const code = (error as { code?: unknown }).code;
+  const mapped = typeof code === 'string' ? SQLSTATE_PROBLEMS[code] : undefined;
+  if (mapped) return mapped(error as { message: string; detail?: string });
   return new HttpProblem(500, { detail: 'An unexpected error occurred; it has been logged.' });
 }
 

@@ -31,7 +31,11 @@ try {
     [path.resolve('node_modules/ava/entrypoints/cli.mjs'), ...process.argv.slice(2)],
     {
       stdio: 'inherit',
-      env: { ...process.env, WELD_TEST_CLUSTER_URL: embeddedUrl(cluster, 'postgres') },
+      env: {
+        ...process.env,
+        GRAPHILE_ENV: process.env.GRAPHILE_ENV ?? 'production',
+        WELD_TEST_CLUSTER_URL: embeddedUrl(cluster, 'postgres'),
+      },
     },
   );
   exitCode = await new Promise<number>((resolve) => ava.once('exit', (code) => resolve(code ?? 1)));

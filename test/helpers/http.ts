@@ -1,6 +1,8 @@
 // A small HTTP client over a loopback socket. node:http rather than fetch, because the tests must
-// set the Host header (tenants are chosen by origin) and fetch does not allow that.
+// set the Host header (tenants are chosen by origin) and fetch does not allow that. Every response
+// of an operation the OpenAPI document describes is checked against it (helpers/openapi.ts).
 import http from 'node:http';
+import { assertMatchesContract } from './openapi.ts';
 
 export interface HttpResponse {
   status: number;
@@ -51,7 +53,15 @@ export function request(port: number, req: HttpRequest): Promise<HttpResponse> {
           } catch {
             json = undefined;
           }
-          resolve({ status: res.statusCode!, headers: res.headers, text, json });
+          const response = { status: res.statusCode!, headers: res.headers, text, json };
+          // Every response of a documented operation must match the OpenAPI contract.
+          try {
+            assertMatchesContract(req.method ?? 'GET', req.path, response);
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error(String(error)));
+            return;
+          }
+          resolve(response);
         });
       },
     );

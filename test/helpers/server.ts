@@ -8,6 +8,7 @@ import type { ExecutionContext } from 'ava';
 import { createApp, type Route } from '../../server/app.ts';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
 import { KeyRing } from '../../server/auth/tokens.ts';
+import { createGraphql } from '../../server/graphql.ts';
 import { createLogger } from '../../server/log.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -36,9 +37,11 @@ export async function startServer(
     ...(options.accessTokenTtl && { accessTokenTtl: options.accessTokenTtl }),
   };
   const ring = new KeyRing(pool, { accessTokenTtl: auth.accessTokenTtl });
+  const graphql = await createGraphql(pool);
   const app = createApp({
     pool,
     ring,
+    graphql,
     auth,
     logger: createLogger('silent'),
     trustProxy: options.trustProxy ?? false,
@@ -50,6 +53,7 @@ export async function startServer(
   t.teardown(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
+    await graphql.release();
     await pool.end();
   });
   return { port: (server.address() as AddressInfo).port, pool, ring };

@@ -614,7 +614,7 @@ test('per-user delays grow from the 5th failure (1, 2, 4 ... s) and are capped a
       db.query(`select weld_hidden.login_fail('victim', '192.0.2.1')`),
     );
     const { rows } = await owner.query<{ seconds: number | null }>(
-      `select extract(epoch from blocked_until - now())::float8 as seconds
+      `select extract(epoch from blocked_until - last_failure_at)::float8 as seconds
          from weld_private.login_throttle where throttle_key = 'user:victim'`,
     );
     delays.push(Math.round(rows[0]?.seconds ?? 0));

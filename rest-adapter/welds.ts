@@ -1,0 +1,174 @@
+// The weld paths (and the same under /api):
+//
+//   GET   /welds               keyset pages; filters isoId, status (comma-separated), weldNumber,
+//                              updatedSince
+//   GET   /welds/{id}          one weld, with ETag (its version); If-None-Match -> 304
+//   PATCH /welds/{id}/status   {"status", "reason"?}, optional If-Match: the lifecycle function
+//                              decides (409 with `allowed`, 403, 412, 422 reason required)
+//
+// Every query runs as the caller's role and tenant; row security and change_weld_status() hold
+// the rules (migrations/000002), problem.ts maps their refusals to HTTP.
+import type { Request, Response } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { withContext } from '../db/database.ts';
+import type { Route } from '../server/app.ts';
+import { HttpProblem, problems, zodIssues } from '../server/problem.ts';
+import { callerContext } from './context.ts';
+import { cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
+
+export const WELD_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
+export const WELD_TYPES = ['BW', 'SW', 'FW', 'BR', 'TW'] as const;
+
+export const WeldJson = z.object({
+  id: z.uuid(),
+  isoId: z.uuid(),
+  weldNumber: z.string(),
+  type: z.enum(WELD_TYPES).describe('BW butt, SW socket, FW fillet, BR branch, TW tie-in'),
+  size: z.number().describe('NPS, inches'),
+  schedule: z.string().nullable(),
+  wallThickness: z.number().nullable().describe('inches'),
+  material: z.string().nullable(),
+  welderId: z.uuid().nullable(),
+  wpsId: z.uuid().nullable(),
+  weldedOn: z.iso.date().nullable(),
+  status: z.enum(WELD_STATUSES),
+  repairCycle: z.number().int().describe('0 at first examination; +1 per repair released'),
+  version: z.number().int().describe('bumped by every change; the ETag'),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+});
+export type Weld = z.infer<typeof WeldJson>;
+
+const statusList = z
+  .string()
+  .transform((value) => value.split(','))
+  .pipe(z.array(z.enum(WELD_STATUSES)).min(1))
+  .describe(`one or several of ${WELD_STATUSES.join(', ')}, comma-separated`);
+
+export const WeldListQuery = z.strictObject({
+  limit: limitParam,
+  cursor: cursorParam.optional(),
+  isoId: z.uuid().optional(),
+  status: statusList.optional(),
+  weldNumber: z.string().min(1).max(50).optional(),
+  updatedSince: z.iso.datetime({ offset: true }).optional(),
+});
+
+export const WeldPage = pageOf(WeldJson);
+
+export const StatusChange = z.strictObject({
+  status: z.enum(WELD_STATUSES),
+  reason: z.string().max(2000).optional().describe('required by some transitions (see the rules)'),
+});
+
+const WELD_COLUMNS = `id, iso_id as "isoId", weld_number as "weldNumber", type, size::float8 as size,
+  schedule, wall_thickness::float8 as "wallThickness", material, welder_id as "welderId",
+  wps_id as "wpsId", welded_on::text as "weldedOn", status, repair_cycle as "repairCycle", version,
+  created_at as "createdAt", updated_at as "updatedAt"`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const etagOf = (weld: Weld) => `"${weld.version}"`;
+
+/** The weld id of the path; anything that is not a UUID names no weld: 404. */
+function weldId(req: Request): string {
+  const id = req.params.id;
+  if (typeof id !== 'string' || !UUID.test(id)) throw problems.notFound('No such weld.');
+  return id.toLowerCase();
+}
+
+/** Entity tags in an If-Match / If-None-Match header ("*" matches any). */
+function entityTags(header: string | undefined): string[] | undefined {
+  return header?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+}
+
+function sendWeld(res: Response, weld: Weld): void {
+  res.setHeader('ETag', etagOf(weld));
+  res.setHeader('Cache-Control', 'private, no-cache');
+  res.json(weld);
+}
+
+export function weldRoutes(pool: pg.Pool, prefix: string): Route[] {
+  return [
+    {
+      method: 'GET',
+      path: `${prefix}/welds`,
+      handler: async (req, res) => {
+        const parsed = WeldListQuery.safeParse(req.query);
+        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const q = parsed.data;
+        const where: string[] = [];
+        const params: unknown[] = [];
+        const filter = (sql: string, value: unknown) => {
+          params.push(value);
+          where.push(sql.replace('?', `$${params.length}`));
+        };
+        if (q.isoId) filter('iso_id = ?', q.isoId);
+        if (q.status) filter('status = any(?::weld_public.weld_status[])', q.status);
+        if (q.weldNumber) filter('weld_number = ?', q.weldNumber);
+        if (q.updatedSince) filter('updated_at >= ?', q.updatedSince);
+        if (q.cursor) filter('id > ?', q.cursor);
+        params.push(q.limit + 1);
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query<Weld>(
+            `select ${WELD_COLUMNS} from weld_public.welds
+              ${where.length ? 'where ' + where.join(' and ') : ''}
+              order by id limit $${params.length}`,
+            params,
+          ),
+        );
+        sendPage(req, res, rows, q.limit);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/welds/:id`,
+      handler: async (req, res) => {
+        const id = weldId(req);
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query<Weld>(`select ${WELD_COLUMNS} from weld_public.welds where id = $1`, [id]),
+        );
+        const weld = rows[0];
+        if (!weld) throw problems.notFound('No such weld.');
+        const wanted = entityTags(req.get('if-none-match'));
+        if (wanted && (wanted.includes('*') || wanted.includes(etagOf(weld)))) {
+          res.setHeader('ETag', etagOf(weld));
+          res.status(304).end();
+          return;
+        }
+        sendWeld(res, weld);
+      },
+    },
+    {
+      method: 'PATCH',
+      path: `${prefix}/welds/:id/status`,
+      body: true,
+      handler: async (req, res) => {
+        const id = weldId(req);
+        const change = StatusChange.parse(req.body ?? {});
+        const tags = entityTags(req.get('if-match'));
+        let expectedVersion: number | null = null;
+        if (tags && !tags.includes('*')) {
+          const versions = tags.map((tag) => /^"(\d{1,9})"$/.exec(tag)?.[1]).filter(Boolean);
+          // An If-Match that can match no version of this weld is a failed precondition.
+          if (versions.length !== 1) {
+            throw new HttpProblem(412, {
+              type: '/problems/stale-version',
+              title: 'Precondition failed',
+              detail: 'If-Match must be one entity tag this service issued for the weld.',
+            });
+          }
+          expectedVersion = Number(versions[0]);
+        }
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query<Weld>(
+            `select ${WELD_COLUMNS} from weld_public.change_weld_status($1, $2, $3, $4)`,
+            [id, change.status, change.reason ?? null, expectedVersion],
+          ),
+        );
+        sendWeld(res, rows[0]!);
+      },
+    },
+  ];
+}

@@ -1,0 +1,69 @@
+// The OpenAPI document: valid OpenAPI 3.1 by a standard validator, served at both bases, covering
+// every route the service mounts; and the reference page.
+import { Validator } from '@seriousme/openapi-schema-validator';
+import test from 'ava';
+import { addTenant } from '../../db/tenants.ts';
+import { openapiDocument } from '../../rest-adapter/openapi.ts';
+import { migratedDatabase } from '../helpers/database.ts';
+import { ownerClient } from '../helpers/fixtures.ts';
+import { request } from '../helpers/http.ts';
+import { startServer } from '../helpers/server.ts';
+
+test('the document is valid OpenAPI 3.1 (standard validator)', async (t) => {
+  const validator = new Validator();
+  const result = await validator.validate(
+    JSON.parse(JSON.stringify(openapiDocument())) as Parameters<Validator['validate']>[0],
+  );
+  t.true(result.valid, JSON.stringify(result.errors, null, 2));
+  t.is(validator.version, '3.1');
+});
+
+test('served at /openapi.json and /api/openapi.json; bare paths canonical, /api the second base; every path documented', async (t) => {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await addTenant(owner, { slug: 'docs', origins: ['http://docs.test'] });
+  const { port } = await startServer(t, target);
+  const bare = await request(port, { path: '/openapi.json', host: 'docs.test' });
+  const api = await request(port, { path: '/api/openapi.json', host: 'docs.test' });
+  t.is(bare.status, 200);
+  t.deepEqual(api.json, bare.json);
+  t.deepEqual(
+    bare.json.servers.map((s: { url: string }) => s.url),
+    ['/', '/api'],
+  );
+  for (const path of [
+    '/welds',
+    '/welds/{id}',
+    '/welds/{id}/status',
+    '/isos',
+    '/auth/login',
+    '/auth/refresh',
+    '/auth/logout',
+    '/auth/me',
+    '/auth/csrf',
+    '/health/live',
+    '/health/ready',
+    '/graphql',
+    '/.well-known/jwks.json',
+  ]) {
+    t.truthy(bare.json.paths[path], path);
+  }
+  t.deepEqual(
+    bare.json.paths['/auth/login'].servers,
+    [{ url: '/' }],
+    'auth lives at the root only',
+  );
+  t.is(bare.json.paths['/welds'].servers, undefined, 'data paths use both bases');
+  const docs = await request(port, { path: '/docs', host: 'docs.test' });
+  t.is(docs.status, 200);
+  t.regex(docs.text, /swagger-ui-bundle\.js/);
+  t.is(
+    (await request(port, { path: '/docs/assets/swagger-ui-bundle.js', host: 'docs.test' })).status,
+    200,
+  );
+  t.is(
+    (await request(port, { path: '/docs/assets/..%2Fpackage.json', host: 'docs.test' })).status,
+    404,
+  );
+});
