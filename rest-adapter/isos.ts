@@ -2,7 +2,7 @@
 // in keyset pages. Read as the caller's role; row security keeps it to the caller's tenant.
 import type pg from 'pg';
 import { z } from 'zod';
-import { withContext } from '../db/database.ts';
+import { prepared, withContext } from '../db/database.ts';
 import type { Route } from '../server/app.ts';
 import { zodIssues, problems } from '../server/problem.ts';
 import { callerContext } from './context.ts';
@@ -63,10 +63,12 @@ export function isoRoutes(pool: pg.Pool, prefix: string): Route[] {
         params.push(q.limit + 1);
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<{ id: string }>(
-            `select ${ISO_COLUMNS} from weld_public.isos
-              ${where.length ? 'where ' + where.join(' and ') : ''}
-              order by id limit $${params.length}`,
-            params,
+            prepared(
+              `select ${ISO_COLUMNS} from weld_public.isos
+                ${where.length ? 'where ' + where.join(' and ') : ''}
+                order by id limit $${params.length}`,
+              params,
+            ),
           ),
         );
         sendPage(req, res, rows, q.limit);

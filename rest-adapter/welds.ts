@@ -11,7 +11,7 @@
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
-import { withContext } from '../db/database.ts';
+import { prepared, withContext } from '../db/database.ts';
 import type { Route } from '../server/app.ts';
 import { HttpProblem, problems, zodIssues } from '../server/problem.ts';
 import { callerContext } from './context.ts';
@@ -112,10 +112,12 @@ export function weldRoutes(pool: pg.Pool, prefix: string): Route[] {
         params.push(q.limit + 1);
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<Weld>(
-            `select ${WELD_COLUMNS} from weld_public.welds
-              ${where.length ? 'where ' + where.join(' and ') : ''}
-              order by id limit $${params.length}`,
-            params,
+            prepared(
+              `select ${WELD_COLUMNS} from weld_public.welds
+                ${where.length ? 'where ' + where.join(' and ') : ''}
+                order by id limit $${params.length}`,
+              params,
+            ),
           ),
         );
         sendPage(req, res, rows, q.limit);
@@ -127,7 +129,9 @@ export function weldRoutes(pool: pg.Pool, prefix: string): Route[] {
       handler: async (req, res) => {
         const id = weldId(req);
         const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<Weld>(`select ${WELD_COLUMNS} from weld_public.welds where id = $1`, [id]),
+          db.query<Weld>(
+            prepared(`select ${WELD_COLUMNS} from weld_public.welds where id = $1`, [id]),
+          ),
         );
         const weld = rows[0];
         if (!weld) throw problems.notFound('No such weld.');
@@ -163,8 +167,12 @@ export function weldRoutes(pool: pg.Pool, prefix: string): Route[] {
         }
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<Weld>(
-            `select ${WELD_COLUMNS} from weld_public.change_weld_status($1, $2, $3, $4)`,
-            [id, change.status, change.reason ?? null, expectedVersion],
+            prepared(`select ${WELD_COLUMNS} from weld_public.change_weld_status($1, $2, $3, $4)`, [
+              id,
+              change.status,
+              change.reason ?? null,
+              expectedVersion,
+            ]),
           ),
         );
         sendWeld(res, rows[0]!);

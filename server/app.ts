@@ -72,9 +72,9 @@ export function createApp(deps: AppDeps): express.Express {
       method: 'POST',
       path: '/graphql',
       body: true,
-      handler: (req, res, next) => {
-        checkLimits(graphql.schema, req.body as { query?: unknown; variables?: unknown });
-        return graphql.handler(req, res, next);
+      handler: async (req, res, next) => {
+        checkLimits(await graphql.schema(), req.body as { query?: unknown; variables?: unknown });
+        graphql.handler(req, res, next);
       },
     },
     { method: 'GET', path: '/graphiql', anonymous: true, handler: graphql.handler },

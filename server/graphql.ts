@@ -70,21 +70,38 @@ export function graphqlPreset(pool: pg.Pool): GraphileConfig.Preset {
 export interface Graphql {
   /** Serves POST /graphql (after authentication and checkLimits), GET /graphiql and its assets. */
   handler: RequestHandler;
-  schema: GraphQLSchema;
+  schema(): Promise<GraphQLSchema>;
+  /** Builds the schema now rather than on the first request (the server does this at start). */
+  warm(): Promise<void>;
   release(): Promise<void>;
 }
 
-export async function createGraphql(pool: pg.Pool): Promise<Graphql> {
-  const pgl = postgraphile(graphqlPreset(pool));
-  const serv = pgl.createServ(grafserv);
-  const handler = express();
-  handler.disable('x-powered-by');
-  await serv.addTo(handler, null, false);
+/**
+ * PostGraphile, built on first use: the schema takes a few seconds of CPU, which the server spends
+ * at start (warm), and a process that never serves GraphQL (most test servers) never spends.
+ */
+export function createGraphql(pool: pg.Pool): Graphql {
+  let built:
+    | Promise<{ pgl: ReturnType<typeof postgraphile>; app: express.Express; schema: GraphQLSchema }>
+    | undefined;
+  const build = () =>
+    (built ??= (async () => {
+      const pgl = postgraphile(graphqlPreset(pool));
+      const app = express();
+      app.disable('x-powered-by');
+      await pgl.createServ(grafserv).addTo(app, null, false);
+      return { pgl, app, schema: await pgl.getSchema() };
+    })());
   return {
-    handler,
-    schema: await pgl.getSchema(),
+    handler: (req, res, next) => {
+      build().then(({ app }) => app(req, res, next), next);
+    },
+    schema: async () => (await build()).schema,
+    warm: async () => {
+      await build();
+    },
     release: async () => {
-      await pgl.release();
+      if (built) await (await built).pgl.release();
     },
   };
 }

@@ -48,7 +48,8 @@ async function main(): Promise<void> {
       ? `signing keys: ${config.auth.signingKeys.length} from JWT_SIGNING_KEYS`
       : 'signing keys: per tenant, in the database (created on first use)',
   );
-  const graphql = await createGraphql(pool);
+  const graphql = createGraphql(pool);
+  await graphql.warm();
   const app = createApp({
     pool,
     logger,

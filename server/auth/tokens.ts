@@ -218,13 +218,47 @@ export async function issueAccessToken(
     .sign(key);
 }
 
+/**
+ * Verified tokens, remembered until they expire: a client sends the same token with every request
+ * for minutes, and verifying an ES256 signature each time would be most of a request's CPU. The key
+ * includes the tenant and origin, so a token is only ever reused where it was accepted.
+ */
+const verified = new Map<
+  string,
+  { claims: AccessClaims; expiresAt: number; kid: string | undefined }
+>();
+const MAX_VERIFIED = 50_000;
+
 export async function verifyAccessToken(
   ring: KeyRing,
   token: string,
   expected: { tenantId: string; origin: string },
 ): Promise<AccessClaims> {
+  const cacheKey = `${expected.tenantId} ${expected.origin} ${token}`;
+  const cached = verified.get(cacheKey);
+  if (cached) {
+    // Still only while its key is trusted: a key withdrawn early (compromise) ends its tokens.
+    if (
+      Date.now() < cached.expiresAt &&
+      (await ring.verificationKey(expected.tenantId, cached.kid))
+    ) {
+      return cached.claims;
+    }
+    verified.delete(cacheKey);
+  }
+  const { claims, exp, kid } = await verifyUncached(ring, token, expected);
+  if (verified.size >= MAX_VERIFIED) verified.clear();
+  verified.set(cacheKey, { claims, expiresAt: exp * 1000, kid });
+  return claims;
+}
+
+async function verifyUncached(
+  ring: KeyRing,
+  token: string,
+  expected: { tenantId: string; origin: string },
+): Promise<{ claims: AccessClaims; exp: number; kid: string | undefined }> {
   try {
-    const { payload } = await jwtVerify(
+    const { payload, protectedHeader } = await jwtVerify(
       token,
       (header) => ring.verificationKey(expected.tenantId, header.kid),
       {
@@ -240,7 +274,11 @@ export async function verifyAccessToken(
     if (payload.tid !== expected.tenantId) throw new TokenError('token of another tenant');
     if (!USER_ROLES.includes(role)) throw new TokenError('unknown role');
     if (typeof payload.sid !== 'string') throw new TokenError('no session');
-    return { userId: payload.sub!, tenantId: payload.tid, role, sessionId: payload.sid };
+    return {
+      claims: { userId: payload.sub!, tenantId: payload.tid, role, sessionId: payload.sid },
+      exp: payload.exp!,
+      kid: protectedHeader.kid,
+    };
   } catch (error) {
     if (error instanceof TokenError) throw error;
     throw new TokenError((error as Error).message);

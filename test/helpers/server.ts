@@ -37,7 +37,7 @@ export async function startServer(
     ...(options.accessTokenTtl && { accessTokenTtl: options.accessTokenTtl }),
   };
   const ring = new KeyRing(pool, { accessTokenTtl: auth.accessTokenTtl });
-  const graphql = await createGraphql(pool);
+  const graphql = createGraphql(pool);
   const app = createApp({
     pool,
     ring,

@@ -1,0 +1,44 @@
+// The benchmark's baseline: the least a Node service can do to answer GET /welds?limit=50 on this
+// hardware. node:http and pg, no framework, no token check, the same SQL and the same per-request
+// transaction with the same role and row-security settings (withContext), the same pool size.
+// Tenants come from BENCH_TENANTS, a JSON map of Host -> tenant id.
+import http from 'node:http';
+import { createPool, prepared, withContext } from '../db/database.ts';
+
+const tenants = JSON.parse(process.env.BENCH_TENANTS ?? '{}') as Record<string, string>;
+const pool = createPool(process.env.AUTHENTICATOR_URL!, {
+  max: Number(process.env.DB_POOL_MAX ?? 20),
+  onError: () => {},
+});
+
+const WELD_COLUMNS = `id, iso_id as "isoId", weld_number as "weldNumber", type, size::float8 as size,
+  schedule, wall_thickness::float8 as "wallThickness", material, welder_id as "welderId",
+  wps_id as "wpsId", welded_on::text as "weldedOn", status, repair_cycle as "repairCycle", version,
+  created_at as "createdAt", updated_at as "updatedAt"`;
+
+const server = http.createServer((req, res) => {
+  const tenantId = tenants[req.headers.host ?? ''];
+  if (!tenantId) {
+    res.writeHead(404).end();
+    return;
+  }
+  withContext(pool, { role: 'weld_viewer', tenantId }, (db) =>
+    db.query<{ id: string }>(
+      prepared(`select ${WELD_COLUMNS} from weld_public.welds order by id limit $1`, [51]),
+    ),
+  ).then(
+    ({ rows }) => {
+      const items = rows.slice(0, 50);
+      const body = JSON.stringify({
+        items,
+        nextCursor: rows.length > 50 ? items.at(-1)!.id : null,
+      });
+      res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    },
+    () => res.writeHead(500).end(),
+  );
+});
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`listening ${(server.address() as { port: number }).port}\n`);
+});
+process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
