@@ -2,11 +2,11 @@
 // in keyset pages. Read as the caller's role; row security keeps it to the caller's tenant.
 import type pg from 'pg';
 import { z } from 'zod';
-import { prepared, withContext } from '../db/database.ts';
+import { withContext } from '../db/database.ts';
 import type { Route } from '../server/app.ts';
 import { zodIssues, problems } from '../server/problem.ts';
 import { callerContext } from './context.ts';
-import { cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
+import { cursorParam, limitParam, pageOf, pageQuery, sendPage } from './pagination.ts';
 
 export const FLUID_SERVICES = [
   'normal',
@@ -51,24 +51,13 @@ export function isoRoutes(pool: pg.Pool, prefix: string): Route[] {
         const parsed = IsoListQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
         const q = parsed.data;
-        const where: string[] = [];
-        const params: unknown[] = [];
-        const filter = (sql: string, value: unknown) => {
-          params.push(value);
-          where.push(sql.replace('?', `$${params.length}`));
-        };
-        if (q.isoNumber) filter('iso_number = ?', q.isoNumber);
-        if (q.lineNumber) filter('line_number = ?', q.lineNumber);
-        if (q.cursor) filter('id > ?', q.cursor);
-        params.push(q.limit + 1);
+        const filters = [
+          q.isoNumber !== undefined && (['iso_number = ?', q.isoNumber] as const),
+          q.lineNumber !== undefined && (['line_number = ?', q.lineNumber] as const),
+        ];
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<{ id: string }>(
-            prepared(
-              `select ${ISO_COLUMNS} from weld_public.isos
-                ${where.length ? 'where ' + where.join(' and ') : ''}
-                order by id limit $${params.length}`,
-              params,
-            ),
+            pageQuery(`select ${ISO_COLUMNS} from weld_public.isos`, filters, q.cursor, q.limit),
           ),
         );
         sendPage(req, res, rows, q.limit);

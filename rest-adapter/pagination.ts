@@ -2,7 +2,9 @@
 // `cursor` (the last id of the previous page, base64url), answered as
 // {"items": [...], "nextCursor": string | null} and a `Link: <...>; rel="next"` header.
 import type { Request, Response } from 'express';
+import type pg from 'pg';
 import { z } from 'zod';
+import { prepared } from '../db/database.ts';
 
 export const limitParam = z.coerce.number().int().min(1).max(500).default(50);
 
@@ -16,6 +18,29 @@ export const cursorParam = z
 
 export function encodeCursor(id: string): string {
   return Buffer.from(id.replaceAll('-', ''), 'hex').toString('base64url');
+}
+
+/**
+ * The query of one page: `select` (columns and table) narrowed by the filters that apply (each
+ * "column op ?" with its value; undefined ones are skipped), after the cursor, in id order, one row
+ * more than the page so sendPage can tell whether another page follows.
+ */
+export function pageQuery(
+  select: string,
+  filters: Array<readonly [string, unknown] | undefined | false>,
+  cursor: string | undefined,
+  limit: number,
+): pg.QueryConfig {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  for (const filter of [...filters, cursor !== undefined && (['id > ?', cursor] as const)]) {
+    if (!filter) continue;
+    values.push(filter[1]);
+    where.push(filter[0].replace('?', `$${values.length}`));
+  }
+  values.push(limit + 1);
+  const clause = where.length ? `where ${where.join(' and ')}` : '';
+  return prepared(`${select} ${clause} order by id limit $${values.length}`, values);
 }
 
 export const pageOf = <T extends z.ZodType>(item: T) =>

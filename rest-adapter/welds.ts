@@ -15,7 +15,7 @@ import { prepared, withContext } from '../db/database.ts';
 import type { Route } from '../server/app.ts';
 import { HttpProblem, problems, zodIssues } from '../server/problem.ts';
 import { callerContext } from './context.ts';
-import { cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
+import { cursorParam, limitParam, pageOf, pageQuery, sendPage } from './pagination.ts';
 
 export const WELD_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
 export const WELD_TYPES = ['BW', 'SW', 'FW', 'BR', 'TW'] as const;
@@ -98,26 +98,16 @@ export function weldRoutes(pool: pg.Pool, prefix: string): Route[] {
         const parsed = WeldListQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
         const q = parsed.data;
-        const where: string[] = [];
-        const params: unknown[] = [];
-        const filter = (sql: string, value: unknown) => {
-          params.push(value);
-          where.push(sql.replace('?', `$${params.length}`));
-        };
-        if (q.isoId) filter('iso_id = ?', q.isoId);
-        if (q.status) filter('status = any(?::weld_public.weld_status[])', q.status);
-        if (q.weldNumber) filter('weld_number = ?', q.weldNumber);
-        if (q.updatedSince) filter('updated_at >= ?', q.updatedSince);
-        if (q.cursor) filter('id > ?', q.cursor);
-        params.push(q.limit + 1);
+        const filters = [
+          q.isoId !== undefined && (['iso_id = ?', q.isoId] as const),
+          q.status !== undefined &&
+            (['status = any(?::weld_public.weld_status[])', q.status] as const),
+          q.weldNumber !== undefined && (['weld_number = ?', q.weldNumber] as const),
+          q.updatedSince !== undefined && (['updated_at >= ?', q.updatedSince] as const),
+        ];
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<Weld>(
-            prepared(
-              `select ${WELD_COLUMNS} from weld_public.welds
-                ${where.length ? 'where ' + where.join(' and ') : ''}
-                order by id limit $${params.length}`,
-              params,
-            ),
+            pageQuery(`select ${WELD_COLUMNS} from weld_public.welds`, filters, q.cursor, q.limit),
           ),
         );
         sendPage(req, res, rows, q.limit);
