@@ -126,7 +126,12 @@ test('GraphQL needs authentication, and CSRF in cookie mode', async (t) => {
   });
   t.is(cookieOnly.status, 403);
   t.is((await gql('garbage', query.query)).status, 401);
-  t.is((await request(port, { path: '/graphiql', host: A })).status, 200);
+  const ide = await request(port, { path: '/graphiql', host: A });
+  t.is(ide.status, 200);
+  for (const asset of ide.text.match(/\/ruru-static\/[\w.-]+/g) ?? []) {
+    t.is((await request(port, { path: asset, host: A })).status, 200, asset);
+  }
+  t.regex(ide.text, /\/ruru-static\/ruru\.js/);
   t.is((await request(port, { method: 'GET', path: '/graphql', host: A })).status, 405);
 });
 
