@@ -4,17 +4,13 @@
 // Tenants come from BENCH_TENANTS, a JSON map of Host -> tenant id.
 import http from 'node:http';
 import { createPool, prepared, withContext } from '../db/database.ts';
+import { WELD_COLUMNS } from '../rest-adapter/welds.ts';
 
 const tenants = JSON.parse(process.env.BENCH_TENANTS ?? '{}') as Record<string, string>;
 const pool = createPool(process.env.AUTHENTICATOR_URL!, {
   max: Number(process.env.DB_POOL_MAX ?? 20),
   onError: () => {},
 });
-
-const WELD_COLUMNS = `id, iso_id as "isoId", weld_number as "weldNumber", type, size::float8 as size,
-  schedule, wall_thickness::float8 as "wallThickness", material, welder_id as "welderId",
-  wps_id as "wpsId", welded_on::text as "weldedOn", status, repair_cycle as "repairCycle", version,
-  created_at as "createdAt", updated_at as "updatedAt"`;
 
 const server = http.createServer((req, res) => {
   const tenantId = tenants[req.headers.host ?? ''];

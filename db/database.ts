@@ -289,15 +289,19 @@ async function inTransaction<T>(
   }
 }
 
+/** The transaction-local settings of a context: the role, and the claims the policies read. */
+export function sessionSettings(context: SessionContext): Record<string, string> {
+  return {
+    role: context.role,
+    'jwt.claims.tenant_id': context.tenantId ?? '',
+    'jwt.claims.user_id': context.userId ?? '',
+    'jwt.claims.session_id': context.sessionId ?? '',
+  };
+}
+
 /** `begin` and the settings in one round trip (simple protocol, so values are escaped here). */
 function beginStatement(context: SessionContext): string {
-  const settings: Array<[string, string]> = [
-    ['role', context.role],
-    ['jwt.claims.tenant_id', context.tenantId ?? ''],
-    ['jwt.claims.user_id', context.userId ?? ''],
-    ['jwt.claims.session_id', context.sessionId ?? ''],
-  ];
-  const calls = settings.map(
+  const calls = Object.entries(sessionSettings(context)).map(
     ([name, value]) => `set_config(${pg.escapeLiteral(name)}, ${pg.escapeLiteral(value)}, true)`,
   );
   return `begin; select ${calls.join(', ')}`;

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { withContext } from '../db/database.ts';
 import type { Route } from '../server/app.ts';
 import { zodIssues, problems } from '../server/problem.ts';
-import { callerContext } from './context.ts';
+import { callerContext } from '../server/auth/session.ts';
 import { cursorParam, limitParam, pageOf, pageQuery, sendPage } from './pagination.ts';
 
 export const FLUID_SERVICES = [

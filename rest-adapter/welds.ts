@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import type { Route } from '../server/app.ts';
 import { HttpProblem, problems, zodIssues } from '../server/problem.ts';
-import { callerContext } from './context.ts';
+import { callerContext } from '../server/auth/session.ts';
 import { cursorParam, limitParam, pageOf, pageQuery, sendPage } from './pagination.ts';
 
 export const WELD_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
@@ -62,7 +62,8 @@ export const StatusChange = z.strictObject({
   reason: z.string().max(2000).optional().describe('required by some transitions (see the rules)'),
 });
 
-const WELD_COLUMNS = `id, iso_id as "isoId", weld_number as "weldNumber", type, size::float8 as size,
+/** The contract's weld JSON, selected (also used by bench/baseline.ts, which must run the same SQL). */
+export const WELD_COLUMNS = `id, iso_id as "isoId", weld_number as "weldNumber", type, size::float8 as size,
   schedule, wall_thickness::float8 as "wallThickness", material, welder_id as "welderId",
   wps_id as "wpsId", welded_on::text as "weldedOn", status, repair_cycle as "repairCycle", version,
   created_at as "createdAt", updated_at as "updatedAt"`;

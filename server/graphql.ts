@@ -28,6 +28,8 @@ import {
 } from 'postgraphile/graphql';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { PostGraphileConnectionFilterPreset } from 'postgraphile-plugin-connection-filter';
+import { sessionSettings } from '../db/database.ts';
+import { callerContext } from './auth/session.ts';
 import { HttpProblem } from './problem.ts';
 
 export const MAX_PAGE_SIZE = 500;
@@ -43,14 +45,8 @@ export function graphqlPreset(pool: pg.Pool): GraphileConfig.Preset {
         // The same settings withContext() makes for REST: role and claims, transaction-local.
         pgSettings(requestContext) {
           const req = requestContext.expressv4?.req;
-          const identity = req?.identity;
-          if (!identity || !req.tenant) return { role: 'weld_anonymous' };
-          return {
-            role: `weld_${identity.role}`,
-            'jwt.claims.tenant_id': req.tenant.id,
-            'jwt.claims.user_id': identity.userId,
-            'jwt.claims.session_id': identity.sessionId,
-          };
+          if (!req?.identity || !req.tenant) return { role: 'weld_anonymous' };
+          return sessionSettings(callerContext(req));
         },
       }),
     ],

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { MIGRATIONS_DIR } from '../db/database.ts';
 import type { Route } from './app.ts';
-import { HttpProblem, isDatabaseUnavailable, problems } from './problem.ts';
+import { HttpProblem } from './problem.ts';
 
 /** The newest committed migration's file name; the database must have applied it. */
 export function newestCommittedMigration(): string {
@@ -21,14 +21,9 @@ export function newestCommittedMigration(): string {
 export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean }): Route[] {
   const expectedMigration = newestCommittedMigration();
 
-  /** Runs a probe query; an unreachable database is a 503, not a 500. */
+  /** Runs a probe query; an unreachable database becomes 503 in problem.ts, like everywhere. */
   async function probe<T extends pg.QueryResultRow>(sql: string): Promise<T | undefined> {
-    try {
-      return (await deps.pool.query<T>(sql)).rows[0];
-    } catch (error) {
-      if (isDatabaseUnavailable(error)) throw problems.databaseUnavailable();
-      throw error;
-    }
+    return (await deps.pool.query<T>(sql)).rows[0];
   }
 
   return [

@@ -12,6 +12,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, RequestHandler, Response } from 'express';
+import type { RequestRole, SessionContext } from '../../db/database.ts';
 import { HttpProblem } from '../problem.ts';
 import {
   csrfTokenValid,
@@ -36,6 +37,17 @@ declare global {
       identity?: Identity;
     }
   }
+}
+
+/** Who an authenticated request runs as in the database: its role, tenant, user and session. */
+export function callerContext(req: Request): SessionContext {
+  const identity = req.identity!;
+  return {
+    role: `weld_${identity.role}` as RequestRole,
+    tenantId: req.tenant!.id,
+    userId: identity.userId,
+    sessionId: identity.sessionId,
+  };
 }
 
 export const authProblems = {
