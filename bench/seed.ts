@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { loadConfig } from '../server/config.ts';
+import { loadDatabaseConfig } from '../db/config.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
 import { seedTenant } from '../db/seed.ts';
 import { addTenant } from '../db/tenants.ts';
@@ -23,7 +23,10 @@ const isos = Number(values.isos);
 const weldsPerIso = Number(values['welds-per-iso']);
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'weld-bench-seed-'));
-const config = loadConfig({ ...process.env, DATA_DIR: process.env.DATABASE_URL ? '' : dataDir });
+const config = loadDatabaseConfig({
+  ...process.env,
+  DATA_DIR: process.env.DATABASE_URL ? '' : dataDir,
+});
 const target = await openMigratedDatabase(config.database, { migrate: true });
 const db = new pg.Client({ connectionString: target.ownerUrl });
 await db.connect();

@@ -18,10 +18,10 @@
 // (with a one-line reason), 2 usage.
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { ConfigError, loadConfig } from '../server/config.ts';
+import { ConfigError, loadDatabaseConfig } from './config.ts';
 import { openMigratedDatabase } from './migrate.ts';
-import { addSigningKey } from '../server/auth/tokens.ts';
 import { asAuthenticator, type DatabaseTarget } from './database.ts';
+import { addSigningKey } from './signing-keys.ts';
 import { seedTenant, SeedError } from './seed.ts';
 import { addTenant, listTenants, TenantError } from './tenants.ts';
 import { addUser, disableUser, listUsers, setPassword, UserError } from './users.ts';
@@ -208,7 +208,7 @@ async function main(argv: string[]): Promise<number> {
   }
   let target;
   try {
-    const config = loadConfig();
+    const config = loadDatabaseConfig();
     target = await openMigratedDatabase(config.database, { migrate: config.migrateOnStart });
   } catch (error) {
     console.error(`weld-admin: ${(error as Error).message}`);

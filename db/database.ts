@@ -1,6 +1,6 @@
 // Where the database is, how its roles come to exist, and how work runs inside it.
 //
-// Three sources (server/config.ts decides which):
+// Three sources (db/config.ts decides which):
 //   embedded  our own cluster under DATA_DIR; we are its superuser, so it goes the root way
 //   root      DATABASE_URL may create roles: run migrations/bootstrap.sql, then log in as the
 //             owner and authenticator roles with passwords derived from the root password
@@ -14,21 +14,12 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import type { DatabaseSource } from '../server/config.ts';
+import type { DatabaseSource } from './config.ts';
 import { embeddedUrl, openEmbeddedCluster, type EmbeddedCluster } from './embedded.ts';
+import { REQUEST_ROLES, type RequestRole } from './vocabulary.ts';
 
 export const EMBEDDED_DATABASE = 'weld';
 export const MIGRATIONS_DIR = path.resolve(import.meta.dirname, '..', 'migrations');
-
-/** The roles a request runs as, least privileged first; each includes the ones before it. */
-export const REQUEST_ROLES = [
-  'weld_anonymous',
-  'weld_viewer',
-  'weld_inspector',
-  'weld_engineer',
-  'weld_admin',
-] as const;
-export type RequestRole = (typeof REQUEST_ROLES)[number];
 
 export interface DatabaseTarget {
   /** The role that owns the schema and runs migrations. */

@@ -17,7 +17,7 @@ import * as gm from 'graphile-migrate';
 // graphile-migrate keeps each pool for 200 ms after use and exits the process if one errors
 // meanwhile (as when the embedded cluster stops); we close them as soon as a command is done.
 import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
-import { loadConfig, type DatabaseSource } from '../server/config.ts';
+import { loadDatabaseConfig, type DatabaseSource } from './config.ts';
 import { connectDatabase, MIGRATIONS_DIR, type DatabaseTarget } from './database.ts';
 
 type Log = (message: string) => void;
@@ -99,7 +99,7 @@ export async function openMigratedDatabase(
 }
 
 async function main(command: string | undefined, args: string[]): Promise<void> {
-  const config = loadConfig();
+  const config = loadDatabaseConfig();
   const log: Log = (message) => console.log(message);
   const target = await connectDatabase(config.database);
   const needsRoot = ['watch', 'commit', 'uncommit', 'reset'];

@@ -3,8 +3,8 @@
 // hashed here (Argon2id) and never stored or printed otherwise.
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { hashPassword, passwordProblem } from '../server/auth/passwords.ts';
-import { USER_ROLES, type UserRole } from '../server/auth/tokens.ts';
+import { hashPassword, passwordProblem } from './passwords.ts';
+import { USER_ROLES, type UserRole } from './vocabulary.ts';
 
 export class UserError extends Error {}
 

@@ -14,8 +14,20 @@ import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { withContext } from '../db/database.ts';
-import type { Route } from '../server/app.ts';
-import { verifyPassword } from '../server/auth/passwords.ts';
+import { verifyPassword } from '../db/passwords.ts';
+import { USER_ROLES } from '../db/vocabulary.ts';
+import { issueAccessToken } from '../server/auth/access-tokens.ts';
+import { csrfToken } from '../server/auth/csrf.ts';
+import type { KeyRing } from '../server/auth/keys.ts';
+import {
+  newRefreshToken,
+  openSuccessor,
+  refreshTokenSession,
+  sealSuccessor,
+  tokenHash,
+} from '../server/auth/refresh-tokens.ts';
+import { HttpProblem } from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
 import {
   authProblems,
   clearSessionCookies,
@@ -25,19 +37,7 @@ import {
   requireCsrf,
   setCsrfCookie,
   setSessionCookies,
-} from '../server/auth/session.ts';
-import {
-  csrfToken,
-  issueAccessToken,
-  newRefreshToken,
-  openSuccessor,
-  refreshTokenSession,
-  sealSuccessor,
-  tokenHash,
-  USER_ROLES,
-  type KeyRing,
-} from '../server/auth/tokens.ts';
-import { HttpProblem } from '../server/problem.ts';
+} from '../server/http/session.ts';
 
 export const LoginBody = z.strictObject({
   userName: z.string().min(1).max(100),

@@ -3,18 +3,11 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { withContext } from '../db/database.ts';
-import type { Route } from '../server/app.ts';
-import { zodIssues, problems } from '../server/problem.ts';
-import { callerContext } from '../server/auth/session.ts';
+import { FLUID_SERVICES } from '../db/vocabulary.ts';
+import { problems, zodIssues } from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import { callerContext } from '../server/http/session.ts';
 import { cursorParam, limitParam, pageOf, pageQuery, sendPage } from './pagination.ts';
-
-export const FLUID_SERVICES = [
-  'normal',
-  'category_d',
-  'category_m',
-  'severe_cyclic',
-  'high_pressure',
-] as const;
 
 export const IsoJson = z.object({
   id: z.uuid(),

@@ -7,11 +7,11 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { z } from 'zod';
-import type { Route } from '../server/app.ts';
-import { MAX_PAGE_SIZE } from '../server/graphql.ts';
+import { PAGE_SIZE, WELD_STATUSES } from '../db/vocabulary.ts';
+import type { Route } from '../server/http/route.ts';
 import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
 import { IsoJson, IsoListQuery, IsoPage } from './isos.ts';
-import { StatusChange, WELD_STATUSES, WeldJson, WeldListQuery, WeldPage } from './welds.ts';
+import { StatusChange, WeldJson, WeldListQuery, WeldPage } from './welds.ts';
 
 const json = (schema: z.ZodType, io: 'input' | 'output' = 'output') =>
   z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
@@ -324,7 +324,7 @@ function buildDocument() {
       '/graphql': {
         ...rootOnly,
         post: {
-          summary: `GraphQL (PostGraphile) for analysts; depth <= 10, connections need first/last <= ${MAX_PAGE_SIZE}`,
+          summary: `GraphQL (PostGraphile) for analysts; depth <= 10, connections need first/last <= ${PAGE_SIZE.max}`,
           requestBody: { required: true, ...content('GraphqlRequest') },
           responses: {
             '200': {

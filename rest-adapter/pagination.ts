@@ -1,12 +1,32 @@
 // Keyset pagination shared by the list endpoints: `limit` (1 to 500, default 50) and an opaque
 // `cursor` (the last id of the previous page, base64url), answered as
-// {"items": [...], "nextCursor": string | null} and a `Link: <...>; rel="next"` header.
+// {"items": [...], "nextCursor": string | null} and a `Link: <...>; rel="next"` header. Also the
+// query parameter types every list shares (timestamps that accept a plain date).
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
+import { PAGE_SIZE } from '../db/vocabulary.ts';
 
-export const limitParam = z.coerce.number().int().min(1).max(500).default(50);
+const limitMessage = `must be a whole number from 1 to ${PAGE_SIZE.max}`;
+
+export const limitParam = z.coerce
+  .number({ error: limitMessage })
+  .int(limitMessage)
+  .min(1, limitMessage)
+  .max(PAGE_SIZE.max, limitMessage)
+  .default(PAGE_SIZE.default)
+  .describe(`page size, 1 to ${PAGE_SIZE.max} (default ${PAGE_SIZE.default})`);
+
+/**
+ * A point in time: an RFC 3339 date-time with its offset, or a plain date (ISO 8601), which means
+ * that day's midnight UTC.
+ */
+export const instantParam = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()], {
+    error: 'must be a date (2026-03-01) or a date-time with its offset (2026-03-01T08:00:00Z)',
+  })
+  .transform((value) => (value.length === 10 ? `${value}T00:00:00Z` : value));
 
 export const cursorParam = z
   .string()

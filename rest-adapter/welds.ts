@@ -12,13 +12,18 @@ import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
-import type { Route } from '../server/app.ts';
-import { HttpProblem, problems, zodIssues } from '../server/problem.ts';
-import { callerContext } from '../server/auth/session.ts';
-import { cursorParam, limitParam, pageOf, pageQuery, sendPage } from './pagination.ts';
-
-export const WELD_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
-export const WELD_TYPES = ['BW', 'SW', 'FW', 'BR', 'TW'] as const;
+import { WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
+import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import { callerContext } from '../server/http/session.ts';
+import {
+  cursorParam,
+  instantParam,
+  limitParam,
+  pageOf,
+  pageQuery,
+  sendPage,
+} from './pagination.ts';
 
 export const WeldJson = z.object({
   id: z.uuid(),
@@ -52,7 +57,7 @@ export const WeldListQuery = z.strictObject({
   isoId: z.uuid().optional(),
   status: statusList.optional(),
   weldNumber: z.string().min(1).max(50).optional(),
-  updatedSince: z.iso.datetime({ offset: true }).optional(),
+  updatedSince: instantParam.optional(),
 });
 
 export const WeldPage = pageOf(WeldJson);

@@ -1,69 +1,70 @@
-// Configuration: every environment variable the service reads, parsed once at start.
+// Configuration: every environment variable the server reads (db/config.ts's and its own),
+// parsed once at start.
 // A bad value stops the process with one line that names the variable (see main.ts).
 // The README's configuration table mirrors this schema; keep the two together.
 import fs from 'node:fs';
-import path from 'node:path';
+import net from 'node:net';
 import type { JWK } from 'jose';
 import { z } from 'zod';
+import {
+  ConfigError,
+  databaseEnv,
+  parseEnvironment,
+  port,
+  type DatabaseSource,
+} from '../db/config.ts';
+import type { TrustProxy } from './http/tenancy.ts';
 
-const postgresUrl = z
-  .string()
-  .trim()
-  .refine((value) => /^postgres(ql)?:\/\//.test(value), 'must be a postgres:// URL');
-
-const port = z.coerce.number().int().min(0).max(65535);
-
-const envSchema = z
-  .object({
-    PORT: port.default(3000),
-    HOST: z.string().trim().min(1).optional(),
-    DATABASE_URL: postgresUrl.optional(),
-    DATABASE_OWNER_URL: postgresUrl.optional(),
-    DATABASE_AUTHENTICATOR_URL: postgresUrl.optional(),
-    DATA_DIR: z.string().trim().min(1).default('./.data'),
-    EMBEDDED_PG_PORT: port.default(0),
-    MIGRATE_ON_START: z.stringbool().default(true),
-    TRUST_PROXY: z.stringbool().default(false),
-    LOG_LEVEL: z
-      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-      .default('info'),
-    MAX_BODY_BYTES: z.coerce
-      .number()
-      .int()
-      .min(1024)
-      .max(64 * 1024 * 1024)
-      .default(1024 * 1024),
-    DB_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
-    SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-    ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
-    REFRESH_TOKEN_TTL_SECONDS: z.coerce
-      .number()
-      .int()
-      .min(300)
-      .max(365 * 86_400)
-      .default(30 * 86_400),
-    JWT_SIGNING_KEYS: z.string().trim().min(1).optional(),
-  })
-  .refine((env) => Boolean(env.DATABASE_OWNER_URL) === Boolean(env.DATABASE_AUTHENTICATOR_URL), {
-    path: ['DATABASE_AUTHENTICATOR_URL'],
-    message: 'DATABASE_OWNER_URL and DATABASE_AUTHENTICATOR_URL go together: set both or neither',
-  });
-
-/** Where the database comes from; decided by which URLs are set. */
-export type DatabaseSource =
-  /** No URL: a PostgreSQL cluster of our own under DATA_DIR/pg. */
-  | { kind: 'embedded'; dataDir: string; port: number }
-  /** DATABASE_URL: a role that may create roles and extensions; it bootstraps everything. */
-  | { kind: 'root'; rootUrl: string; ownerUrl?: string; authenticatorUrl?: string }
-  /** Only the two role URLs: roles were bootstrapped by a DBA; we migrate as owner and serve. */
-  | { kind: 'split'; ownerUrl: string; authenticatorUrl: string };
+const envSchema = z.object({
+  ...databaseEnv,
+  PORT: port.default(3000),
+  HOST: z.string().trim().min(1).optional(),
+  TRUST_PROXY: z
+    .string()
+    .trim()
+    .default('false')
+    .transform((value, ctx): TrustProxy => {
+      if (value === 'false' || value === '0') return false;
+      if (/^[0-9]{1,2}$/.test(value)) return Number(value);
+      const entries = value.split(',').map((entry) => entry.trim());
+      const bad = entries.find((entry) => !isProxyAddress(entry));
+      if (value === 'true' || bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            value === 'true'
+              ? 'true would trust any client-supplied X-Forwarded-For; give the number of proxies in front (e.g. 1) or their addresses (e.g. 10.0.0.5,10.0.1.0/24)'
+              : `'${bad}' is not an IP address, a subnet (address/bits), loopback, linklocal or uniquelocal`,
+        });
+        return z.NEVER;
+      }
+      return entries;
+    }),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(1024 * 1024),
+  DB_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
+  REFRESH_TOKEN_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(300)
+    .max(365 * 86_400)
+    .default(30 * 86_400),
+  JWT_SIGNING_KEYS: z.string().trim().min(1).optional(),
+});
 
 export interface Config {
   port: number;
   host: string | undefined;
   database: DatabaseSource;
   migrateOnStart: boolean;
-  trustProxy: boolean;
+  trustProxy: TrustProxy;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   maxBodyBytes: number;
   dbPoolMax: number;
@@ -76,23 +77,13 @@ export interface Config {
   };
 }
 
-export class ConfigError extends Error {}
-
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  // Empty strings count as unset, so `FOO= npm start` behaves like leaving FOO out.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const parsed = envSchema.safeParse(present);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const name = issue.path.join('.') || 'environment';
-    throw new ConfigError(`Invalid configuration: ${name}: ${issue.message}`);
-  }
-  const e = parsed.data;
+  const e = parseEnvironment(envSchema, env);
   return {
     port: e.PORT,
     host: e.HOST,
-    database: databaseSource(e),
-    migrateOnStart: e.MIGRATE_ON_START,
+    database: e.database,
+    migrateOnStart: e.migrateOnStart,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
@@ -148,21 +139,12 @@ function signingKeys(value: string): JWK[] {
   return parsed.data.keys;
 }
 
-function databaseSource(e: z.infer<typeof envSchema>): DatabaseSource {
-  if (e.DATABASE_URL) {
-    return {
-      kind: 'root',
-      rootUrl: e.DATABASE_URL,
-      ...(e.DATABASE_OWNER_URL && { ownerUrl: e.DATABASE_OWNER_URL }),
-      ...(e.DATABASE_AUTHENTICATOR_URL && { authenticatorUrl: e.DATABASE_AUTHENTICATOR_URL }),
-    };
-  }
-  if (e.DATABASE_OWNER_URL && e.DATABASE_AUTHENTICATOR_URL) {
-    return {
-      kind: 'split',
-      ownerUrl: e.DATABASE_OWNER_URL,
-      authenticatorUrl: e.DATABASE_AUTHENTICATOR_URL,
-    };
-  }
-  return { kind: 'embedded', dataDir: path.resolve(e.DATA_DIR), port: e.EMBEDDED_PG_PORT };
+/** One entry of a TRUST_PROXY list, as express's proxy-addr accepts it. */
+function isProxyAddress(entry: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+  const [address, bits, extra] = entry.split('/');
+  const family = net.isIP(address ?? '');
+  if (family === 0 || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  return /^[0-9]{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
 }

@@ -29,10 +29,11 @@ import {
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { PostGraphileConnectionFilterPreset } from 'postgraphile-plugin-connection-filter';
 import { sessionSettings } from '../db/database.ts';
-import { callerContext } from './auth/session.ts';
-import { HttpProblem } from './problem.ts';
+import { PAGE_SIZE } from '../db/vocabulary.ts';
+import { HttpProblem } from './http/problem.ts';
+import type { Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
 
-export const MAX_PAGE_SIZE = 500;
 const DEPTH = { maxDepth: 10, maxListDepth: 4 };
 
 export function graphqlPreset(pool: pg.Pool): GraphileConfig.Preset {
@@ -102,6 +103,23 @@ export function createGraphql(pool: pg.Pool): Graphql {
   };
 }
 
+/** POST /graphql (after the query's limits are checked), GraphiQL and its assets. */
+export function graphqlRoutes(graphql: Graphql): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/graphql',
+      body: true,
+      handler: async (req, res, next) => {
+        checkLimits(await graphql.schema(), req.body as { query?: unknown; variables?: unknown });
+        graphql.handler(req, res, next);
+      },
+    },
+    { method: 'GET', path: '/graphiql', anonymous: true, handler: graphql.handler },
+    { method: 'GET', path: '/ruru-static/*asset', anonymous: true, handler: graphql.handler },
+  ];
+}
+
 function tooLarge(detail: string): HttpProblem {
   return new HttpProblem(400, {
     type: '/problems/query-too-large',
@@ -150,10 +168,10 @@ export function checkLimits(
           typeof size !== 'number' ||
           !Number.isInteger(size) ||
           size < 1 ||
-          size > MAX_PAGE_SIZE
+          size > PAGE_SIZE.max
         ) {
           throw tooLarge(
-            `${node.name.value}: give first or last, from 1 to ${MAX_PAGE_SIZE}, to read its nodes or edges.`,
+            `${node.name.value}: give first or last, from 1 to ${PAGE_SIZE.max}, to read its nodes or edges.`,
           );
         }
       },

@@ -11,11 +11,13 @@ import { createPool } from '../db/database.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
 import { ensureDemoTenant } from '../db/tenants.ts';
 import { createDemoUsers } from '../db/users.ts';
+import { ConfigError } from '../db/config.ts';
 import { createApp } from './app.ts';
-import { KeyRing } from './auth/tokens.ts';
+import { KeyRing } from './auth/keys.ts';
+import { loadConfig, type Config } from './config.ts';
 import { createGraphql } from './graphql.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
-import { createLogger } from './log.ts';
+import { createLogger } from './http/log.ts';
+import { serviceRoutes } from './routes.ts';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -54,14 +56,18 @@ async function main(): Promise<void> {
     pool,
     logger,
     ring,
-    graphql,
-    auth: {
-      accessTokenTtl: config.auth.accessTokenTtl,
-      refreshTokenTtl: config.auth.refreshTokenTtl,
-    },
     trustProxy: config.trustProxy,
     maxBodyBytes: config.maxBodyBytes,
-    isDraining: () => draining,
+    routes: serviceRoutes({
+      pool,
+      ring,
+      graphql,
+      auth: {
+        accessTokenTtl: config.auth.accessTokenTtl,
+        refreshTokenTtl: config.auth.refreshTokenTtl,
+      },
+      isDraining: () => draining,
+    }),
   });
 
   const server = config.host ? app.listen(config.port, config.host) : app.listen(config.port);

@@ -1,7 +1,7 @@
 // weld-admin user ... and keys rotate: what they write, what they refuse, and that a password
 // never comes from the command line.
 import test from 'ava';
-import { verifyPassword } from '../../server/auth/passwords.ts';
+import { verifyPassword } from '../../db/passwords.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { runCli } from '../helpers/server.ts';

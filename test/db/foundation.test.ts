@@ -2,7 +2,8 @@
 // tables' row security.
 import test from 'ava';
 import pg from 'pg';
-import { connectDatabase, withContext, type RequestRole } from '../../db/database.ts';
+import { connectDatabase, withContext } from '../../db/database.ts';
+import type { RequestRole } from '../../db/vocabulary.ts';
 import { migrate, openMigratedDatabase, pendingMigrations } from '../../db/migrate.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { freshDatabaseUrl, migratedDatabase, superuserQuery } from '../helpers/database.ts';

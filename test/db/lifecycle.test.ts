@@ -2,7 +2,8 @@
 // changed with plain SQL, every refusal's SQLSTATE, history, and concurrent changes.
 import test from 'ava';
 import pg from 'pg';
-import { withContext, type RequestRole } from '../../db/database.ts';
+import { withContext } from '../../db/database.ts';
+import type { RequestRole } from '../../db/vocabulary.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient, tenantFixture, type TenantFixture } from '../helpers/fixtures.ts';
 

@@ -2,7 +2,8 @@
 // every role against every table with another tenant's rows present.
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
-import { REQUEST_ROLES, withContext, type RequestRole } from '../../db/database.ts';
+import { withContext } from '../../db/database.ts';
+import { REQUEST_ROLES, type RequestRole } from '../../db/vocabulary.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { ownerClient, tenantFixture } from '../helpers/fixtures.ts';
 

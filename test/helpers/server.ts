@@ -5,11 +5,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
-import { createApp, type Route } from '../../server/app.ts';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
-import { KeyRing } from '../../server/auth/tokens.ts';
+import { createApp } from '../../server/app.ts';
+import { KeyRing } from '../../server/auth/keys.ts';
 import { createGraphql } from '../../server/graphql.ts';
-import { createLogger } from '../../server/log.ts';
+import { createLogger } from '../../server/http/log.ts';
+import type { Route } from '../../server/http/route.ts';
+import type { TrustProxy } from '../../server/http/tenancy.ts';
+import { serviceRoutes } from '../../server/routes.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
@@ -26,7 +29,7 @@ export async function startServer(
   target: DatabaseTarget,
   options: {
     extraRoutes?: Route[];
-    trustProxy?: boolean;
+    trustProxy?: TrustProxy;
     maxBodyBytes?: number;
     accessTokenTtl?: number;
   } = {},
@@ -41,12 +44,10 @@ export async function startServer(
   const app = createApp({
     pool,
     ring,
-    graphql,
-    auth,
     logger: createLogger('silent'),
     trustProxy: options.trustProxy ?? false,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-    extraRoutes: options.extraRoutes ?? [],
+    routes: [...serviceRoutes({ pool, ring, graphql, auth }), ...(options.extraRoutes ?? [])],
   });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

@@ -7,8 +7,10 @@ import pg from 'pg';
 import { asAuthenticator, withContext } from '../../db/database.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { disableUser } from '../../db/users.ts';
-import type { Route } from '../../server/app.ts';
-import { addSigningKey, issueAccessToken } from '../../server/auth/tokens.ts';
+import { addSigningKey } from '../../db/signing-keys.ts';
+import { issueAccessToken } from '../../server/auth/access-tokens.ts';
+import type { Route } from '../../server/http/route.ts';
+import type { TrustProxy } from '../../server/http/tenancy.ts';
 import { addRoleUsers, cookieHeader, login, PASSWORD, setCookies } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
@@ -28,7 +30,7 @@ const whoAmI: Route = {
   },
 };
 
-async function setup(t: ExecutionContext, options: { trustProxy?: boolean } = {}) {
+async function setup(t: ExecutionContext, options: { trustProxy?: TrustProxy } = {}) {
   const { target } = await migratedDatabase(t);
   const owner = await ownerClient(target);
   t.teardown(() => owner.end());
@@ -623,7 +625,7 @@ test('per-user delays grow from the 5th failure (1, 2, 4 ... s) and are capped a
 });
 
 test('login throttling per address: many failures from one address block it, other addresses are unaffected', async (t) => {
-  const { port, owner } = await setup(t, { trustProxy: true });
+  const { port, owner } = await setup(t, { trustProxy: 1 });
   const from = (address: string, userName: string, password = 'wrong') =>
     login(port, A, userName, password, { 'x-forwarded-for': address });
   for (let i = 0; i < 30; i++) t.is((await from('198.51.100.7', `nobody${i}`)).status, 401);

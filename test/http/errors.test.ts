@@ -5,7 +5,8 @@
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { z } from 'zod';
-import type { Route } from '../../server/app.ts';
+import type { Route } from '../../server/http/route.ts';
+import type { TrustProxy } from '../../server/http/tenancy.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { request, type HttpResponse } from '../helpers/http.ts';
@@ -34,7 +35,7 @@ const leaky: Route = {
   },
 };
 
-async function setup(t: ExecutionContext, options: { trustProxy?: boolean } = {}) {
+async function setup(t: ExecutionContext, options: { trustProxy?: TrustProxy } = {}) {
   const { rootUrl, target } = await migratedDatabase(t);
   const owner = new pg.Client({ connectionString: target.ownerUrl });
   await owner.connect();
@@ -249,7 +250,7 @@ test('forwarded headers choose the tenant only behind a trusted proxy', async (t
   });
   t.is(ignored.status, 404);
 
-  const trusting = await setup(t, { trustProxy: true });
+  const trusting = await setup(t, { trustProxy: 1 });
   const honoured = await request(trusting.port, {
     path: '/health/live',
     host: 'proxy.internal',

@@ -145,6 +145,8 @@ test('a bad configuration value stops the process with one line naming the varia
     [{ PORT: '70000' }, /^Invalid configuration: PORT: /],
     [{ LOG_LEVEL: 'loud' }, /^Invalid configuration: LOG_LEVEL: /],
     [{ TRUST_PROXY: 'maybe' }, /^Invalid configuration: TRUST_PROXY: /],
+    [{ TRUST_PROXY: 'true' }, /^Invalid configuration: TRUST_PROXY: true would trust any/],
+    [{ TRUST_PROXY: '10.0.0.1,10.0.0.300' }, /^Invalid configuration: TRUST_PROXY: '10.0.0.300'/],
     [
       { DATABASE_URL: 'mysql://x' },
       /^Invalid configuration: DATABASE_URL: must be a postgres:\/\/ URL/,
@@ -166,6 +168,11 @@ test('configuration defaults, and which database source each combination selects
   const defaults = loadConfig({});
   t.is(defaults.port, 3000);
   t.false(defaults.trustProxy);
+  t.is(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2, 'a hop count');
+  t.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy, [
+    'loopback',
+    '10.0.0.0/8',
+  ]);
   t.true(defaults.migrateOnStart);
   t.deepEqual(defaults.database, { kind: 'embedded', dataDir: path.resolve('.data'), port: 0 });
   t.is(loadConfig({ PORT: '' }).port, 3000, 'an empty variable counts as unset');

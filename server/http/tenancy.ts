@@ -1,10 +1,10 @@
 // The tenant of a request: the one whose origin equals the request's origin exactly. The origin is
-// the scheme and the Host header; X-Forwarded-Proto and X-Forwarded-Host count only when
-// TRUST_PROXY is set (express's "trust proxy", configured in app.ts). Unknown origin: 404, before
-// anything else looks at the request.
+// the scheme and the Host header; X-Forwarded-Proto and X-Forwarded-Host count only when the
+// request came through a trusted proxy (TRUST_PROXY, express's "trust proxy", set in app.ts).
+// Unknown origin: 404, before anything else looks at the request.
 import type pg from 'pg';
 import type { RequestHandler } from 'express';
-import { normalizeOrigin, type Tenant } from '../db/tenants.ts';
+import { normalizeOrigin, type Tenant } from '../../db/tenants.ts';
 import { problems } from './problem.ts';
 
 declare global {
@@ -18,6 +18,13 @@ declare global {
     }
   }
 }
+
+/**
+ * Which proxies in front are trusted with X-Forwarded-*: none (false), the nearest N hops (the
+ * client address is then the N-th address from the right of X-Forwarded-For, never the
+ * client-supplied left-most one), or the proxies at these addresses and subnets.
+ */
+export type TrustProxy = false | number | string[];
 
 /** How long an answer is reused: tenants change rarely; a new origin should work at once. */
 const FOUND_TTL_MS = 30_000;

@@ -185,15 +185,38 @@ export function toProblem(error: unknown): HttpProblem {
   return new HttpProblem(500, { detail: 'An unexpected error occurred; it has been logged.' });
 }
 
+/**
+ * zod's issues as the contract's `errors`: each names the parameter or the body field (a JSON
+ * Pointer) it is about. An unknown key is reported once per key, under its own name.
+ */
 export function zodIssues(
   error: z.ZodError,
   where: 'body' | 'parameter' = 'body',
 ): ValidationIssue[] {
-  return error.issues.map((issue) =>
-    where === 'parameter'
-      ? { parameter: issue.path.join('.'), detail: issue.message }
-      : { pointer: '/' + issue.path.map(String).join('/'), detail: issue.message },
+  const located = error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({
+          path: [...issue.path, key],
+          detail:
+            where === 'parameter'
+              ? 'is not a parameter of this operation'
+              : 'is not a field of this object',
+        }))
+      : [{ path: issue.path, detail: plainMessage(issue) }],
   );
+  return located.map(({ path, detail }) =>
+    where === 'parameter'
+      ? { parameter: path.map(String).join('.'), detail }
+      : { pointer: '/' + path.map(String).join('/'), detail },
+  );
+}
+
+/** zod's message, with its type jargon said plainly where a person would trip over it. */
+function plainMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) {
+    return 'is required';
+  }
+  return issue.message;
 }
 
 export function sendProblem(res: Response, problem: HttpProblem): void {

@@ -9,18 +9,14 @@
 // cookie, and that value must be signed for this session (tokens.ts); a cross-site
 // Sec-Fetch-Site or an Origin other than the tenant's is refused as well, since tenants may share
 // a parent domain, where SameSite does not separate them.
-import { timingSafeEqual } from 'node:crypto';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, RequestHandler, Response } from 'express';
-import type { RequestRole, SessionContext } from '../../db/database.ts';
-import { HttpProblem } from '../problem.ts';
-import {
-  csrfTokenValid,
-  TokenError,
-  verifyAccessToken,
-  type AccessClaims,
-  type KeyRing,
-} from './tokens.ts';
+import type { SessionContext } from '../../db/database.ts';
+import { requestRoleOf } from '../../db/vocabulary.ts';
+import { verifyAccessToken, type AccessClaims } from '../auth/access-tokens.ts';
+import { csrfTokenValid, sameBytes } from '../auth/csrf.ts';
+import { TokenError, type KeyRing } from '../auth/keys.ts';
+import { HttpProblem } from './problem.ts';
 
 export const COOKIE = { access: 'svc_at', refresh: 'svc_rt', csrf: 'svc_csrf' } as const;
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -43,7 +39,7 @@ declare global {
 export function callerContext(req: Request): SessionContext {
   const identity = req.identity!;
   return {
-    role: `weld_${identity.role}` as RequestRole,
+    role: requestRoleOf(identity.role),
     tenantId: req.tenant!.id,
     userId: identity.userId,
     sessionId: identity.sessionId,
@@ -115,9 +111,8 @@ export async function requireCsrf(req: Request, ring: KeyRing, sessionId: string
   if (!header) throw authProblems.csrf('The X-CSRF-Token header is missing.');
   if (!cookie)
     throw authProblems.csrf('The svc_csrf cookie is missing; GET /auth/csrf issues one.');
-  const same =
-    header.length === cookie.length && timingSafeEqual(Buffer.from(header), Buffer.from(cookie));
-  if (!same) throw authProblems.csrf('X-CSRF-Token does not equal the svc_csrf cookie.');
+  if (!sameBytes(header, cookie))
+    throw authProblems.csrf('X-CSRF-Token does not equal the svc_csrf cookie.');
   if (!csrfTokenValid(await ring.csrfKey(req.tenant!.id), sessionId, cookie)) {
     throw authProblems.csrf(
       'The CSRF token was not issued for this session; GET /auth/csrf issues one.',

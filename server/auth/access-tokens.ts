@@ -1,0 +1,103 @@
+// Access tokens (RFC 9068 shape, RFC 8725 practice): ES256 only, header typ "at+jwt" and the
+// signing key's kid; claims iss = aud = the tenant origin it was issued at, sub (user id), tid
+// (tenant id), role, sid (session id), iat, exp, jti. Verification pins the algorithm, checks iss,
+// aud, typ, expiry (5 s tolerance) and that tid is the tenant of the request; kid only selects
+// among the tenant's own trusted keys.
+import { randomUUID } from 'node:crypto';
+import { jwtVerify, SignJWT } from 'jose';
+import { SIGNING_ALGORITHM } from '../../db/signing-keys.ts';
+import { USER_ROLES, type UserRole } from '../../db/vocabulary.ts';
+import { TokenError, type KeyRing } from './keys.ts';
+
+export interface AccessClaims {
+  userId: string;
+  tenantId: string;
+  role: UserRole;
+  sessionId: string;
+}
+
+export async function issueAccessToken(
+  ring: KeyRing,
+  origin: string,
+  claims: AccessClaims,
+  ttlSeconds: number,
+): Promise<string> {
+  const { kid, key } = await ring.signingKey(claims.tenantId);
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ tid: claims.tenantId, role: claims.role, sid: claims.sessionId })
+    .setProtectedHeader({ alg: SIGNING_ALGORITHM, typ: 'at+jwt', kid })
+    .setIssuer(origin)
+    .setAudience(origin)
+    .setSubject(claims.userId)
+    .setIssuedAt(now)
+    .setExpirationTime(now + ttlSeconds)
+    .setJti(randomUUID())
+    .sign(key);
+}
+
+/**
+ * Verified tokens, remembered until they expire: a client sends the same token with every request
+ * for minutes, and verifying an ES256 signature each time would be most of a request's CPU. The key
+ * includes the tenant and origin, so a token is only ever reused where it was accepted.
+ */
+const verified = new Map<
+  string,
+  { claims: AccessClaims; expiresAt: number; kid: string | undefined }
+>();
+const MAX_VERIFIED = 50_000;
+
+export async function verifyAccessToken(
+  ring: KeyRing,
+  token: string,
+  expected: { tenantId: string; origin: string },
+): Promise<AccessClaims> {
+  const cacheKey = `${expected.tenantId} ${expected.origin} ${token}`;
+  const cached = verified.get(cacheKey);
+  if (cached) {
+    // Still only while its key is trusted: a key withdrawn early (compromise) ends its tokens.
+    if (
+      Date.now() < cached.expiresAt &&
+      (await ring.verificationKey(expected.tenantId, cached.kid))
+    ) {
+      return cached.claims;
+    }
+    verified.delete(cacheKey);
+  }
+  const { claims, exp, kid } = await verifyUncached(ring, token, expected);
+  if (verified.size >= MAX_VERIFIED) verified.clear();
+  verified.set(cacheKey, { claims, expiresAt: exp * 1000, kid });
+  return claims;
+}
+
+async function verifyUncached(
+  ring: KeyRing,
+  token: string,
+  expected: { tenantId: string; origin: string },
+): Promise<{ claims: AccessClaims; exp: number; kid: string | undefined }> {
+  try {
+    const { payload, protectedHeader } = await jwtVerify(
+      token,
+      (header) => ring.verificationKey(expected.tenantId, header.kid),
+      {
+        algorithms: [SIGNING_ALGORITHM],
+        issuer: expected.origin,
+        audience: expected.origin,
+        typ: 'at+jwt',
+        clockTolerance: 5,
+        requiredClaims: ['sub', 'tid', 'role', 'sid', 'iat', 'exp'],
+      },
+    );
+    const role = payload.role as UserRole;
+    if (payload.tid !== expected.tenantId) throw new TokenError('token of another tenant');
+    if (!USER_ROLES.includes(role)) throw new TokenError('unknown role');
+    if (typeof payload.sid !== 'string') throw new TokenError('no session');
+    return {
+      claims: { userId: payload.sub!, tenantId: payload.tid, role, sessionId: payload.sid },
+      exp: payload.exp!,
+      kid: protectedHeader.kid,
+    };
+  } catch (error) {
+    if (error instanceof TokenError) throw error;
+    throw new TokenError((error as Error).message);
+  }
+}

@@ -1,0 +1,75 @@
+// A route of the service, and how a list of them becomes an express router. Every REST adapter
+// exports Route[]; server/routes.ts lists them all, server/app.ts mounts them.
+//
+// Per path: the methods its routes declare; 405 with Allow for the others, and the OPTIONS answer.
+// Per route, before its handler: unless anonymous, the access token (401) and for cookie-
+// authenticated unsafe requests the CSRF check (403); for routes that take a body, 415 unless it
+// is JSON, 413 when too large, 400 when malformed.
+import express, { type RequestHandler } from 'express';
+import type { KeyRing } from '../auth/keys.ts';
+import { HttpProblem, problems } from './problem.ts';
+import { authenticate } from './session.ts';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface Route {
+  method: Method;
+  /** An express path, e.g. "/welds/:id". */
+  path: string;
+  handler: RequestHandler;
+  /** false for the few routes that answer on any Host; every other route needs a tenant. */
+  tenant?: false;
+  /** true for routes that need no access token (health, login, refresh, logout, JWKS). */
+  anonymous?: true;
+  /** true for routes that read a JSON body. */
+  body?: true;
+}
+
+/** A router with each path's methods, and 405 (or the OPTIONS answer) for the others. */
+export function mount(
+  routes: Route[],
+  deps: { ring: KeyRing; maxBodyBytes: number },
+): express.Router {
+  const router = express.Router({ strict: true });
+  const paths = [...new Set(routes.map((r) => r.path))];
+  for (const path of paths) {
+    const route = router.route(path);
+    const here = routes.filter((r) => r.path === path);
+    for (const r of here) {
+      const chain = [
+        ...(r.anonymous ? [] : [authenticate(deps.ring)]),
+        ...(r.body ? jsonBody(deps.maxBodyBytes) : []),
+        r.handler,
+      ];
+      route[r.method.toLowerCase() as Lowercase<Method>](...chain);
+    }
+    const allow: string[] = here.map((r) => r.method);
+    if (allow.includes('GET')) allow.push('HEAD');
+    allow.push('OPTIONS');
+    route.all((req, res) => {
+      if (req.method === 'OPTIONS') {
+        res.setHeader('Allow', allow.join(', '));
+        res.status(204).end();
+        return;
+      }
+      throw problems.methodNotAllowed(req.method, allow);
+    });
+  }
+  return router;
+}
+
+/** 415 for a body that is not JSON, then express's parser (413 too large, 400 malformed). */
+function jsonBody(limit: number): RequestHandler[] {
+  const requireJson: RequestHandler = (req, _res, next) => {
+    const hasBody =
+      req.headers['transfer-encoding'] !== undefined ||
+      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+    if (hasBody && !req.is(['application/json', 'application/*+json'])) {
+      throw new HttpProblem(415, {
+        detail: `The request body must be application/json, not ${req.get('content-type') ?? 'untyped'}.`,
+      });
+    }
+    next();
+  };
+  return [requireJson, express.json({ limit, type: ['application/json', 'application/*+json'] })];
+}

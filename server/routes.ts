@@ -1,0 +1,37 @@
+// Every route the service serves, in one list: the process's health, authentication, the data
+// paths (canonical and under /api, with identical behaviour), GraphQL and the API documents.
+// server/main.ts (and the tests' in-process server) hand this list to createApp.
+import type pg from 'pg';
+import { authRoutes } from '../rest-adapter/auth.ts';
+import { isoRoutes } from '../rest-adapter/isos.ts';
+import { openapiRoutes } from '../rest-adapter/openapi.ts';
+import { weldRoutes } from '../rest-adapter/welds.ts';
+import type { KeyRing } from './auth/keys.ts';
+import { graphqlRoutes, type Graphql } from './graphql.ts';
+import { healthRoutes } from './health.ts';
+import type { Route } from './http/route.ts';
+
+export interface ServiceDeps {
+  pool: pg.Pool;
+  ring: KeyRing;
+  graphql: Graphql;
+  auth: { accessTokenTtl: number; refreshTokenTtl: number };
+  /** True once shutdown has begun: readiness fails so load balancers stop sending work. */
+  isDraining?: () => boolean;
+}
+
+/** The prefixes the data paths answer under (spec section 4). */
+export const DATA_PREFIXES = ['', '/api'] as const;
+
+export function serviceRoutes(deps: ServiceDeps): Route[] {
+  return [
+    ...healthRoutes({ pool: deps.pool, isDraining: deps.isDraining ?? (() => false) }),
+    ...authRoutes({ pool: deps.pool, ring: deps.ring, ...deps.auth }),
+    ...DATA_PREFIXES.flatMap((prefix) => [
+      ...isoRoutes(deps.pool, prefix),
+      ...weldRoutes(deps.pool, prefix),
+    ]),
+    ...graphqlRoutes(deps.graphql),
+    ...openapiRoutes(),
+  ];
+}

@@ -1,0 +1,90 @@
+// The direction of imports, read from the source: db/ at the bottom knows nothing of HTTP; the
+// HTTP toolkit (server/http, server/auth) knows db/ and nothing above it; rest-adapter/ uses both
+// and exports routes; only server/routes.ts gathers the adapters. And no import cycle anywhere.
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const LAYERED = ['db', 'server', 'rest-adapter'];
+
+/** Every project module, with the project modules it imports (relative paths from ROOT). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  const visit = (dir: string) => {
+    for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+      const relative = path.join(dir, entry.name);
+      if (entry.isDirectory()) visit(relative);
+      else if (entry.name.endsWith('.ts')) {
+        const text = fs.readFileSync(path.join(ROOT, relative), 'utf8');
+        const targets = [...text.matchAll(/^(?:import|export)[^'"]*?from '(\.[^']+)'/gm)].map((m) =>
+          path.join(path.dirname(relative), m[1]!),
+        );
+        graph.set(relative, targets);
+      }
+    }
+  };
+  LAYERED.forEach(visit);
+  return graph;
+}
+
+const graph = importGraph();
+const importsOf = (prefix: string) =>
+  [...graph]
+    .filter(([file]) => file.startsWith(prefix))
+    .flatMap(([file, targets]) => targets.map((target) => `${file} -> ${target}`));
+
+test('the graph was read (a broken pattern would make every rule pass)', (t) => {
+  t.true(graph.size > 20);
+  t.true(graph.get('server/main.ts')!.includes('server/routes.ts'));
+});
+
+test('db/ imports nothing from server/ or rest-adapter/', (t) => {
+  t.deepEqual(
+    importsOf('db/').filter((edge) => /-> (server|rest-adapter)\//.test(edge)),
+    [],
+  );
+});
+
+test('the HTTP toolkit (server/http, server/auth) imports only itself and db/', (t) => {
+  const toolkit = [...importsOf('server/http/'), ...importsOf('server/auth/')];
+  t.true(toolkit.length > 0);
+  t.deepEqual(
+    toolkit.filter((edge) => !/-> (db|server\/http|server\/auth)\//.test(edge)),
+    [],
+  );
+});
+
+test('rest-adapter/ imports db/, the toolkit and itself, nothing else of server/', (t) => {
+  t.deepEqual(
+    importsOf('rest-adapter/').filter(
+      (edge) => !/-> (db|server\/http|server\/auth|rest-adapter)\//.test(edge),
+    ),
+    [],
+  );
+});
+
+test('only server/routes.ts gathers the REST adapters', (t) => {
+  const users = [...graph]
+    .filter(([file]) => !file.startsWith('rest-adapter/'))
+    .filter(([, targets]) => targets.some((target) => target.startsWith('rest-adapter/')))
+    .map(([file]) => file);
+  t.deepEqual(users, ['server/routes.ts']);
+});
+
+test('no module imports itself through a cycle', (t) => {
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const walk = (file: string, trail: string[]) => {
+    if (state.get(file) === 'done') return;
+    if (state.get(file) === 'open') {
+      cycles.push([...trail.slice(trail.indexOf(file)), file].join(' -> '));
+      return;
+    }
+    state.set(file, 'open');
+    for (const target of graph.get(file) ?? []) walk(target, [...trail, file]);
+    state.set(file, 'done');
+  };
+  for (const file of graph.keys()) walk(file, []);
+  t.deepEqual(cycles, []);
+});
