@@ -465,6 +465,32 @@ test('cookie-authenticated PATCH: CSRF header missing or wrong is 403; right is 
   t.is((await me(port, { cookie })).status, 200);
 });
 
+test('a malformed CSRF header or cookie is 403, never a 500 (non-ASCII of the same length)', async (t) => {
+  const { port } = await setup(t);
+  const { session, cookie, csrf } = await cookieSession(port);
+  // No body: node then writes the header block in latin1, so 'é' arrives as one character.
+  const patch = (headers: Record<string, string>) =>
+    request(port, { method: 'PATCH', path: '/test/whoami', host: A, headers });
+  // 'é' is one character (and one latin1 byte on the wire), but two bytes in UTF-8.
+  const sameLength = csrf.slice(0, -1) + '\u00e9';
+  t.is(sameLength.length, csrf.length);
+  for (const headers of [
+    { cookie, 'x-csrf-token': sameLength },
+    { cookie, 'x-csrf-token': '\u00e9'.repeat(csrf.length) },
+    {
+      cookie: `${cookieHeader(session, ['svc_at'])}; svc_csrf=${sameLength}`,
+      'x-csrf-token': sameLength,
+    },
+    { cookie, 'x-csrf-token': `${csrf}.extra` },
+    { cookie, 'x-csrf-token': '.' },
+  ]) {
+    const res = await patch(headers);
+    t.is(res.status, 403, headers['x-csrf-token']);
+    t.is(res.json.type, '/problems/csrf-rejected');
+  }
+  t.is((await patch({ cookie, 'x-csrf-token': csrf })).status, 200);
+});
+
 test('signed double-submit: a planted cookie and header pair that is not signed for this session is refused', async (t) => {
   const { port } = await setup(t);
   const victim = await cookieSession(port);
