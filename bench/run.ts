@@ -12,7 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { connectClient } from '../db/database.ts';
 import { embeddedUrl, openEmbeddedCluster } from '../db/embedded.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
 import { seedTenant } from '../db/seed.ts';
@@ -41,8 +41,7 @@ const log = (message: string) => console.log(`[bench] ${message}`);
 const cluster = await openEmbeddedCluster({ dataDir: DATA_DIR, port: 0 });
 const rootUrl = embeddedUrl(cluster, 'weld_bench');
 const target = await openMigratedDatabase({ kind: 'root', rootUrl }, { migrate: true });
-const owner = new pg.Client({ connectionString: target.ownerUrl });
-await owner.connect();
+const owner = await connectClient(target.ownerUrl);
 
 const smallSlugs = Array.from(
   { length: Number(values.tenants) },

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { loadDatabaseConfig } from '../db/config.ts';
+import { connectClient } from '../db/database.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
 import { seedTenant } from '../db/seed.ts';
 import { addTenant } from '../db/tenants.ts';
@@ -28,8 +28,7 @@ const config = loadDatabaseConfig({
   DATA_DIR: process.env.DATABASE_URL ? '' : dataDir,
 });
 const target = await openMigratedDatabase(config.database, { migrate: true });
-const db = new pg.Client({ connectionString: target.ownerUrl });
-await db.connect();
+const db = await connectClient(target.ownerUrl);
 try {
   const slug = `bench-${Date.now()}`;
   await addTenant(db, { slug, origins: [`http://${slug}.bench`] });

@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { ConfigError, loadDatabaseConfig } from './config.ts';
 import { openMigratedDatabase } from './migrate.ts';
-import { asAuthenticator, type DatabaseTarget } from './database.ts';
+import { asAuthenticator, connectClient, createPool, type DatabaseTarget } from './database.ts';
 import { addSigningKey } from './signing-keys.ts';
 import { seedTenant, SeedError } from './seed.ts';
 import { addTenant, listTenants, TenantError } from './tenants.ts';
@@ -174,7 +174,7 @@ const commands: Record<string, Command> = {
     const tenant = (await listTenants(db)).find((t) => t.slug === slug);
     if (!tenant) throw new UserError(`no tenant '${slug}'`);
     // The key functions belong to the server's own role, so the CLI acts as it for this.
-    const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 1 });
+    const pool = createPool(target.authenticatorUrl, { max: 1 });
     try {
       const kid = await asAuthenticator(pool, tenant.id, (c) => addSigningKey(c, true));
       console.log(
@@ -214,9 +214,9 @@ async function main(argv: string[]): Promise<number> {
     console.error(`weld-admin: ${(error as Error).message}`);
     return 1;
   }
-  const db = new pg.Client({ connectionString: target.ownerUrl });
+  let db: pg.Client | undefined;
   try {
-    await db.connect();
+    db = await connectClient(target.ownerUrl);
     await command(db, argv.slice(words), target);
     return 0;
   } catch (error) {
@@ -233,7 +233,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`weld-admin: ${known ? '' : 'failed: '}${(error as Error).message}`);
     return 1;
   } finally {
-    await db.end().catch(() => {});
+    await db?.end().catch(() => {});
     await target.release();
   }
 }

@@ -121,8 +121,7 @@ async function ensureDatabaseExists(rootUrl: string): Promise<void> {
   const name = decodeURIComponent(new URL(rootUrl).pathname.slice(1));
   const maintenance = new URL(rootUrl);
   maintenance.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: maintenance.href });
-  await client.connect();
+  const client = await connectClient(maintenance.href);
   try {
     const found = await client.query('select 1 from pg_database where datname = $1', [name]);
     if (found.rowCount === 0) {
@@ -136,8 +135,7 @@ async function ensureDatabaseExists(rootUrl: string): Promise<void> {
 }
 
 async function runScript(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  const client = await connectClient(url);
   try {
     await client.query(sql);
   } finally {
@@ -146,16 +144,12 @@ async function runScript(url: string, sql: string): Promise<void> {
 }
 
 async function canLogIn(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => {});
   try {
-    await client.connect();
+    await (await connectClient(url)).end();
     return true;
   } catch (error) {
     if ((error as { code?: string }).code === '28P01') return false; // wrong password
     throw error;
-  } finally {
-    await client.end().catch(() => {});
   }
 }
 
@@ -194,9 +188,29 @@ export function redactUrl(url: string): string {
   return parsed.href;
 }
 
+/**
+ * A connected client. Its 'error' event (the server went away while it was idle) goes to onError:
+ * unhandled, it would end the process. Every connection of the service and its tests is made here
+ * or by createPool (test/layers.test.ts holds that).
+ */
+export async function connectClient(
+  url: string,
+  onError: (error: Error) => void = () => {},
+): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', onError);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
+  return client;
+}
+
 export function createPool(
   url: string,
-  options: { max: number; onError: (error: Error) => void },
+  options: { max: number; onError?: (error: Error) => void },
 ): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
@@ -207,7 +221,7 @@ export function createPool(
     application_name: 'weld-data-service',
   });
   // An idle client that loses its connection emits here; unhandled, it would end the process.
-  pool.on('error', options.onError);
+  pool.on('error', options.onError ?? (() => {}));
   return pool;
 }
 

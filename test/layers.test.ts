@@ -88,3 +88,24 @@ test('no module imports itself through a cycle', (t) => {
   for (const file of graph.keys()) walk(file, []);
   t.deepEqual(cycles, []);
 });
+
+test('every database connection handles its errors (made by db/database.ts, or handled where made)', (t) => {
+  // An idle connection that loses its server emits 'error'; unhandled, that ends the process (a
+  // test run once died of it). connectClient and createPool attach a handler; the few modules
+  // that construct their own connection must attach one per connection they make.
+  const offenders: string[] = [];
+  const visit = (dir: string) => {
+    for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+      const relative = path.join(dir, entry.name);
+      if (entry.isDirectory()) visit(relative);
+      else if (entry.name.endsWith('.ts') && relative !== 'test/layers.test.ts') {
+        const text = fs.readFileSync(path.join(ROOT, relative), 'utf8');
+        const made = text.match(/new pg\.(Client|Pool)\(/g)?.length ?? 0;
+        const handled = text.match(/\.on\('error'/g)?.length ?? 0;
+        if (made > handled) offenders.push(`${relative}: ${made} made, ${handled} handled`);
+      }
+    }
+  };
+  [...LAYERED, 'test', 'bench'].forEach(visit);
+  t.deepEqual(offenders, []);
+});

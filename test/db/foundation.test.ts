@@ -1,8 +1,7 @@
 // SQL level: migrations, the roles' catalog facts, the request-context helper, and the tenant
 // tables' row security.
 import test from 'ava';
-import pg from 'pg';
-import { connectDatabase, withContext } from '../../db/database.ts';
+import { connectClient, connectDatabase, createPool, withContext } from '../../db/database.ts';
 import type { RequestRole } from '../../db/vocabulary.ts';
 import { migrate, openMigratedDatabase, pendingMigrations } from '../../db/migrate.ts';
 import { addTenant } from '../../db/tenants.ts';
@@ -106,7 +105,7 @@ test('each request role is a member of the one before it, and the authenticator 
 
 test('withContext runs as the role with the claims set, and leaves the connection clean', async (t) => {
   const { target } = await migratedDatabase(t);
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 1 });
+  const pool = createPool(target.authenticatorUrl, { max: 1, onError: () => {} });
   t.teardown(() => pool.end());
   const tenantId = '6a1f1c1e-1111-4222-8333-944455556666';
   const inside = await withContext(pool, { role: 'weld_inspector', tenantId, userId: null }, (c) =>
@@ -128,7 +127,7 @@ test('withContext runs as the role with the claims set, and leaves the connectio
 
 test('withContext rolls back everything when the work fails', async (t) => {
   const { target } = await migratedDatabase(t);
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 1 });
+  const pool = createPool(target.authenticatorUrl, { max: 1, onError: () => {} });
   t.teardown(() => pool.end());
   await t.throwsAsync(
     withContext(pool, { role: 'weld_viewer', tenantId: null }, async (c) => {
@@ -146,7 +145,7 @@ test('withContext rolls back everything when the work fails', async (t) => {
 
 test('withContext refuses a role that is not a request role', async (t) => {
   const { target } = await migratedDatabase(t);
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 1 });
+  const pool = createPool(target.authenticatorUrl, { max: 1, onError: () => {} });
   t.teardown(() => pool.end());
   await t.throwsAsync(
     withContext(pool, { role: 'weld_owner' as RequestRole, tenantId: null }, async () => {}),
@@ -158,13 +157,12 @@ test('withContext refuses a role that is not a request role', async (t) => {
 
 test('tenants: each context sees only its own tenant; no context sees none', async (t) => {
   const { target } = await migratedDatabase(t);
-  const owner = new pg.Client({ connectionString: target.ownerUrl });
-  await owner.connect();
+  const owner = await connectClient(target.ownerUrl);
   const a = await addTenant(owner, { slug: 'alpha', origins: ['http://alpha.test'] });
   const b = await addTenant(owner, { slug: 'bravo', origins: ['http://bravo.test'] });
   await owner.end();
 
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 2 });
+  const pool = createPool(target.authenticatorUrl, { max: 2, onError: () => {} });
   t.teardown(() => pool.end());
   const visible = (tenantId: string | null) =>
     withContext(pool, { role: 'weld_admin', tenantId }, (c) =>

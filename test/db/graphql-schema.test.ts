@@ -2,7 +2,6 @@
 // migrations/ promise analysts (public tables readable, private ones hidden, the lifecycle as a
 // mutation, aggregates where enabled, tenant_id implied by the session).
 import test from 'ava';
-import pg from 'pg';
 import { makeSchema } from 'postgraphile';
 import {
   GraphQLEnumType,
@@ -11,6 +10,7 @@ import {
   type GraphQLSchema,
 } from 'postgraphile/graphql';
 import { graphqlPreset } from '../../server/graphql.ts';
+import { createPool } from '../../db/database.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 
 let schema: GraphQLSchema;
@@ -18,7 +18,7 @@ const cleanups: Array<() => unknown> = [];
 
 test.before(async () => {
   const { target } = await migratedDatabase({ teardown: (fn) => cleanups.push(fn) });
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 2 });
+  const pool = createPool(target.authenticatorUrl, { max: 2, onError: () => {} });
   cleanups.push(() => pool.end());
   ({ schema } = await makeSchema(graphqlPreset(pool)));
 });

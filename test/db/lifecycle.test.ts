@@ -2,7 +2,7 @@
 // changed with plain SQL, every refusal's SQLSTATE, history, and concurrent changes.
 import test from 'ava';
 import pg from 'pg';
-import { withContext } from '../../db/database.ts';
+import { createPool, withContext } from '../../db/database.ts';
 import type { RequestRole } from '../../db/vocabulary.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient, tenantFixture, type TenantFixture } from '../helpers/fixtures.ts';
@@ -30,7 +30,7 @@ async function setup(t: import('ava').ExecutionContext) {
   t.teardown(() => owner.end());
   const a = await tenantFixture(owner, 'alpha');
   const b = await tenantFixture(owner, 'bravo');
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 25 });
+  const pool = createPool(target.authenticatorUrl, { max: 25, onError: () => {} });
   t.teardown(() => pool.end());
   return { owner, pool, a, b };
 }

@@ -2,7 +2,7 @@
 // every role against every table with another tenant's rows present.
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
-import { withContext } from '../../db/database.ts';
+import { createPool, withContext } from '../../db/database.ts';
 import { REQUEST_ROLES, type RequestRole } from '../../db/vocabulary.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { ownerClient, tenantFixture } from '../helpers/fixtures.ts';
@@ -17,7 +17,7 @@ async function twoTenants(t: ExecutionContext) {
   t.teardown(() => owner.end());
   const a = await tenantFixture(owner, 'alpha');
   const b = await tenantFixture(owner, 'bravo');
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 4 });
+  const pool = createPool(target.authenticatorUrl, { max: 4, onError: () => {} });
   t.teardown(() => pool.end());
   return { rootUrl, owner, a, b, pool };
 }

@@ -6,7 +6,7 @@ export interface Teardown {
   teardown(fn: () => unknown): void;
 }
 import pg from 'pg';
-import { connectDatabase, type DatabaseTarget } from '../../db/database.ts';
+import { connectClient, connectDatabase, type DatabaseTarget } from '../../db/database.ts';
 
 export const TEMPLATE_DATABASE = 'weld_template';
 
@@ -32,8 +32,7 @@ export async function superuserQuery<R extends pg.QueryResultRow = pg.QueryResul
   sql: string,
   params: unknown[] = [],
 ): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  const client = await connectClient(url);
   try {
     return (await client.query<R>(sql, params)).rows;
   } finally {

@@ -1,7 +1,7 @@
 // Small, explicit data sets for SQL-level tests, written as the owner (which bypasses row
 // security, as a migration or the seed generator would).
 import pg from 'pg';
-import type { DatabaseTarget } from '../../db/database.ts';
+import { connectClient, type DatabaseTarget } from '../../db/database.ts';
 import { addTenant } from '../../db/tenants.ts';
 
 export interface TenantFixture {
@@ -15,9 +15,7 @@ export interface TenantFixture {
 }
 
 export async function ownerClient(target: DatabaseTarget): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: target.ownerUrl });
-  await client.connect();
-  return client;
+  return connectClient(target.ownerUrl);
 }
 
 export async function tenantFixture(owner: pg.Client, slug: string): Promise<TenantFixture> {

@@ -3,8 +3,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
-import pg from 'pg';
-import { asAuthenticator, withContext } from '../../db/database.ts';
+import { asAuthenticator, createPool, withContext } from '../../db/database.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { disableUser } from '../../db/users.ts';
 import { addSigningKey } from '../../db/signing-keys.ts';
@@ -204,7 +203,7 @@ test('key rotation: new tokens use the new key, old tokens stay valid until they
   const before = await login(port, A, 'viewer');
   const oldKid = decodeProtectedHeader(before.json.accessToken).kid;
 
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 1 });
+  const pool = createPool(target.authenticatorUrl, { max: 1, onError: () => {} });
   t.teardown(() => pool.end());
   const newKid = await asAuthenticator(pool, tenantA.id, (db) => addSigningKey(db, true));
   ring.forget(tenantA.id);
@@ -634,7 +633,7 @@ test('login throttling per user name: 429 with Retry-After, even for the right p
 
 test('per-user delays grow from the 5th failure (1, 2, 4 ... s) and are capped at 60 s', async (t) => {
   const { target, tenantA, owner } = await setup(t);
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 1 });
+  const pool = createPool(target.authenticatorUrl, { max: 1, onError: () => {} });
   t.teardown(() => pool.end());
   const delays: number[] = [];
   for (let i = 0; i < 14; i++) {

@@ -3,10 +3,10 @@
 // content type, too large, malformed, invalid. Also the request id, a 500 that leaks nothing, the
 // database going away (503), and the proxy headers that count only behind a trusted proxy.
 import test, { type ExecutionContext } from 'ava';
-import pg from 'pg';
 import { z } from 'zod';
 import type { Route } from '../../server/http/route.ts';
 import type { TrustProxy } from '../../server/http/tenancy.ts';
+import { connectClient } from '../../db/database.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { request, type HttpResponse } from '../helpers/http.ts';
@@ -37,8 +37,7 @@ const leaky: Route = {
 
 async function setup(t: ExecutionContext, options: { trustProxy?: TrustProxy } = {}) {
   const { rootUrl, target } = await migratedDatabase(t);
-  const owner = new pg.Client({ connectionString: target.ownerUrl });
-  await owner.connect();
+  const owner = await connectClient(target.ownerUrl);
   await addTenant(owner, { slug: 'errors', origins: [`http://${HOST}`, `https://${HOST}`] });
   await owner.end();
   const server = await startServer(t, target, {

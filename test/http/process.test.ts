@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import pg from 'pg';
+import { connectClient } from '../../db/database.ts';
 import { loadConfig } from '../../server/config.ts';
 import { freshDatabaseUrl, migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { request } from '../helpers/http.ts';
@@ -199,8 +199,7 @@ test('SIGTERM: no new connections, the in-flight request finishes, exit 0', asyn
   );
 
   // Hold a lock the tenant lookup needs, so a request to a new origin stays in flight.
-  const blocker = new pg.Client({ connectionString: rootUrl });
-  await blocker.connect();
+  const blocker = await connectClient(rootUrl);
   t.teardown(() => blocker.end());
   await blocker.query('begin; lock table weld_public.tenants in access exclusive mode');
   const inFlight = request(server.port, { path: '/health/live', host: 'slow.test' });
