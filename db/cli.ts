@@ -1,190 +1,283 @@
 #!/usr/bin/env node
 // weld-admin: administration of the service's database from a terminal.
 //
-//   weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
-//   weld-admin tenant list
-//   weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]
-//   weld-admin user add <tenant-slug> <userName> --role <role> --password-stdin [--name <name>]
-//   weld-admin user list <tenant-slug>
-//   weld-admin user disable <tenant-slug> <userName>
-//   weld-admin user set-password <tenant-slug> <userName> --password-stdin
-//   weld-admin keys rotate <tenant-slug>
-//
 // Passwords are read from standard input only (never the command line, where `ps` shows them).
 //
 // It reaches the database the server uses (same environment variables). With the embedded
 // database it attaches to the cluster the running server started, or, when no server runs,
-// starts the cluster for the duration of the command. Exit codes: 0 done, 1 refused or failed
-// (with a one-line reason), 2 usage.
-import { parseArgs } from 'node:util';
-import pg from 'pg';
+// starts the cluster for the duration of the command.
+//
+// Exit codes: 0 done; 1 refused or failed (with a one-line reason; nothing was written);
+// 2 usage: an unknown command or option, a missing or malformed argument. Arguments are checked
+// before the database is opened, so a usage error is quick and needs no database.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type pg from 'pg';
 import { ConfigError, loadDatabaseConfig } from './config.ts';
 import { openMigratedDatabase } from './migrate.ts';
-import { asAuthenticator, connectClient, createPool, type DatabaseTarget } from './database.ts';
+import {
+  asAuthenticator,
+  connectClient,
+  createPool,
+  redactUrl,
+  type DatabaseTarget,
+} from './database.ts';
 import { addSigningKey } from './signing-keys.ts';
 import { seedTenant, SeedError } from './seed.ts';
-import { addTenant, listTenants, TenantError } from './tenants.ts';
+import {
+  addOrigin,
+  addTenant,
+  listTenants,
+  parseOrigin,
+  removeOrigin,
+  TenantError,
+} from './tenants.ts';
 import { addUser, disableUser, listUsers, setPassword, UserError } from './users.ts';
-
-const USAGE = `usage:
-  weld-admin tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]
-  weld-admin tenant list
-  weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]
-  weld-admin user add <tenant-slug> <userName> --role viewer|inspector|engineer|admin --password-stdin [--name <name>]
-  weld-admin user list <tenant-slug>
-  weld-admin user disable <tenant-slug> <userName>
-  weld-admin user set-password <tenant-slug> <userName> --password-stdin
-  weld-admin keys rotate <tenant-slug>`;
+import { USER_ROLES, type UserRole } from './vocabulary.ts';
 
 class UsageError extends Error {}
 
-type Command = (db: pg.Client, args: string[], target: DatabaseTarget) => Promise<void>;
+/**
+ * A command: its usage line, a parser that turns the arguments into what `run` needs (throwing
+ * UsageError for anything malformed), and the work, given a connection as the owner role.
+ */
+interface Command<P> {
+  usage: string;
+  parse: (args: string[]) => P;
+  run: (db: pg.Client, parsed: P, target: DatabaseTarget) => Promise<void>;
+}
+const command = <P>(c: Command<P>) => c as unknown as Command<unknown>;
 
-/** Positionals of a command, exactly `names` of them. */
-function positional(positionals: string[], names: string[]): string[] {
-  if (positionals.length !== names.length) {
+/** node:util parseArgs, with exactly `names` positionals. */
+function argv<O extends NonNullable<ParseArgsConfig['options']>>(
+  args: string[],
+  names: string[],
+  options: O,
+) {
+  const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  if (parsed.positionals.length !== names.length) {
     throw new UsageError(`expected ${names.map((n) => `<${n}>`).join(' ')}`);
   }
-  return positionals;
+  return { positionals: parsed.positionals, values: parsed.values };
 }
 
-async function passwordFromStdin(flag: boolean | undefined): Promise<string> {
+function wholeNumber(flag: string, value: string, max: number): number {
+  const number = /^[0-9]{1,9}$/.test(value) ? Number(value) : NaN;
+  if (!(number >= 1 && number <= max)) {
+    throw new UsageError(`--${flag} must be a whole number from 1 to ${max}`);
+  }
+  return number;
+}
+
+function origin(value: string): string {
+  try {
+    return parseOrigin(value);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function requirePasswordStdin(flag: boolean | undefined): void {
   if (!flag) throw new UsageError('give the password on standard input, with --password-stdin');
+}
+
+async function passwordFromStdin(): Promise<string> {
   let text = '';
   for await (const chunk of process.stdin) text += String(chunk);
   return text.replace(/\r?\n$/, '');
 }
 
-const commands: Record<string, Command> = {
-  'tenant add': async (db, args) => {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { origin: { type: 'string', multiple: true }, name: { type: 'string' } },
-    });
-    if (positionals.length !== 1) throw new UsageError('tenant add takes one <slug>');
-    const tenant = await addTenant(db, {
-      slug: positionals[0]!,
-      name: values.name,
-      origins: values.origin ?? [],
-    });
-    console.log(`added tenant ${tenant.slug} (${tenant.id})`);
-  },
+const commands: Record<string, Command<unknown>> = {
+  'tenant add': command({
+    usage: 'tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]',
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['slug'], {
+        origin: { type: 'string', multiple: true },
+        name: { type: 'string' },
+      });
+      if (!values.origin?.length) throw new UsageError('a tenant needs at least one --origin');
+      return { slug: positionals[0]!, name: values.name, origins: values.origin.map(origin) };
+    },
+    run: async (db, input) => {
+      const tenant = await addTenant(db, input);
+      console.log(`added tenant ${tenant.slug} (${tenant.id})`);
+    },
+  }),
 
-  'tenant list': async (db, args) => {
-    parseArgs({ args, options: {} });
-    const tenants = await listTenants(db);
-    printTable(
-      ['slug', 'name', 'origins', 'id'],
-      tenants.map((t) => [t.slug, t.name, t.origins.join(' '), t.id]),
-    );
-  },
+  'tenant list': command({
+    usage: 'tenant list',
+    parse: (args) => argv(args, [], {}),
+    run: async (db) => {
+      const tenants = await listTenants(db);
+      printTable(
+        ['slug', 'name', 'origins', 'id'],
+        tenants.map((t) => [t.slug, t.name, t.origins.join(' '), t.id]),
+      );
+    },
+  }),
 
-  seed: async (db, args) => {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
+  'tenant origin add': command({
+    usage: 'tenant origin add <slug> <origin>',
+    parse: (args) => {
+      const [slug, value] = argv(args, ['slug', 'origin'], {}).positionals;
+      return { slug: slug!, origin: origin(value!) };
+    },
+    run: async (db, { slug, origin }) => {
+      console.log(`${slug} is now served from ${await addOrigin(db, slug, origin)} as well`);
+    },
+  }),
+
+  'tenant origin remove': command({
+    usage: 'tenant origin remove <slug> <origin>',
+    parse: (args) => {
+      const [slug, value] = argv(args, ['slug', 'origin'], {}).positionals;
+      return { slug: slug!, origin: origin(value!) };
+    },
+    run: async (db, { slug, origin }) => {
+      console.log(`${slug} is no longer served from ${await removeOrigin(db, slug, origin)}`);
+    },
+  }),
+
+  seed: command({
+    usage: 'seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]',
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug'], {
         isos: { type: 'string', default: '100' },
         'welds-per-iso': { type: 'string', default: '50' },
         seed: { type: 'string', default: '1' },
-      },
-    });
-    if (positionals.length !== 1) throw new UsageError('seed takes one <tenant-slug>');
-    const started = Date.now();
-    const progress = process.stderr.isTTY
-      ? (written: number, total: number) =>
-          process.stderr.write(
-            `\rseeding: ${written.toLocaleString('en')} of ${total.toLocaleString('en')} welds`,
-          )
-      : undefined;
-    await db.query('begin');
-    const summary = await seedTenant(db, positionals[0]!, {
-      isos: Number(values.isos),
-      weldsPerIso: Number(values['welds-per-iso']),
-      seed: Number(values.seed),
-      ...(progress && { onProgress: progress }),
-    });
-    await db.query('commit');
-    if (progress) process.stderr.write('\n');
-    const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    console.log(
-      `seeded ${positionals[0]}: ${summary.isos} ISOs, ${summary.welds} welds, ${summary.welders} welders, ` +
-        `${summary.historyRows} status changes, ${summary.ndtRecords} NDT records, ` +
-        `${summary.filmIntervals} film intervals in ${seconds} s`,
-    );
-  },
+      });
+      return {
+        tenant: positionals[0]!,
+        isos: wholeNumber('isos', values.isos, 100_000),
+        weldsPerIso: wholeNumber('welds-per-iso', values['welds-per-iso'], 10_000),
+        seed: wholeNumber('seed', values.seed, 2 ** 31 - 1),
+      };
+    },
+    run: async (db, { tenant, ...options }) => {
+      const started = Date.now();
+      const progress = process.stderr.isTTY
+        ? (written: number, total: number) =>
+            process.stderr.write(
+              `\rseeding: ${written.toLocaleString('en')} of ${total.toLocaleString('en')} welds`,
+            )
+        : undefined;
+      await db.query('begin');
+      const summary = await seedTenant(db, tenant, {
+        ...options,
+        ...(progress && { onProgress: progress }),
+      });
+      await db.query('commit');
+      if (progress) process.stderr.write('\n');
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      console.log(
+        `seeded ${tenant}: ${summary.isos} ISOs, ${summary.welds} welds, ${summary.welders} welders, ` +
+          `${summary.historyRows} status changes, ${summary.ndtRecords} NDT records, ` +
+          `${summary.filmIntervals} film intervals in ${seconds} s`,
+      );
+    },
+  }),
 
-  'user add': async (db, args) => {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
+  'user add': command({
+    usage: `user add <tenant-slug> <userName> --role ${USER_ROLES.join('|')} --password-stdin [--name <name>]`,
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug', 'userName'], {
         role: { type: 'string' },
         name: { type: 'string' },
         'password-stdin': { type: 'boolean' },
-      },
-    });
-    const [tenant, userName] = positional(positionals, ['tenant-slug', 'userName']);
-    if (!values.role) throw new UsageError('--role is required');
-    const password = await passwordFromStdin(values['password-stdin']);
-    const user = await addUser(db, {
-      tenant: tenant!,
-      userName: userName!,
-      role: values.role,
-      displayName: values.name,
-      password,
-    });
-    console.log(`added user ${user.userName} (${user.role}) to ${tenant}`);
-  },
+      });
+      if (!USER_ROLES.includes(values.role as UserRole)) {
+        throw new UsageError(`--role must be one of ${USER_ROLES.join(', ')}`);
+      }
+      requirePasswordStdin(values['password-stdin']);
+      const [tenant, userName] = positionals;
+      return { tenant: tenant!, userName: userName!, role: values.role!, name: values.name };
+    },
+    run: async (db, input) => {
+      const user = await addUser(db, {
+        ...input,
+        displayName: input.name,
+        password: await passwordFromStdin(),
+      });
+      console.log(`added user ${user.userName} (${user.role}) to ${input.tenant}`);
+    },
+  }),
 
-  'user list': async (db, args) => {
-    const [tenant] = positional(parseArgs({ args, allowPositionals: true }).positionals, [
-      'tenant-slug',
-    ]);
-    const users = await listUsers(db, tenant!);
-    printTable(
-      ['userName', 'displayName', 'role', 'active', 'id'],
-      users.map((u) => [u.userName, u.displayName, u.role, u.active ? 'yes' : 'no', u.id]),
-    );
-  },
-
-  'user disable': async (db, args) => {
-    const { positionals } = parseArgs({ args, allowPositionals: true });
-    const [tenant, userName] = positional(positionals, ['tenant-slug', 'userName']);
-    await disableUser(db, tenant!, userName!);
-    console.log(`disabled user ${userName} of ${tenant}; its sessions are revoked`);
-  },
-
-  'user set-password': async (db, args) => {
-    const { positionals, values } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { 'password-stdin': { type: 'boolean' } },
-    });
-    const [tenant, userName] = positional(positionals, ['tenant-slug', 'userName']);
-    await setPassword(db, tenant!, userName!, await passwordFromStdin(values['password-stdin']));
-    console.log(`set the password of ${userName} of ${tenant}`);
-  },
-
-  'keys rotate': async (db, args, target) => {
-    const [slug] = positional(parseArgs({ args, allowPositionals: true }).positionals, [
-      'tenant-slug',
-    ]);
-    const tenant = (await listTenants(db)).find((t) => t.slug === slug);
-    if (!tenant) throw new UserError(`no tenant '${slug}'`);
-    // The key functions belong to the server's own role, so the CLI acts as it for this.
-    const pool = createPool(target.authenticatorUrl, { max: 1 });
-    try {
-      const kid = await asAuthenticator(pool, tenant.id, (c) => addSigningKey(c, true));
-      console.log(
-        `${slug} now signs with key ${kid}; the previous key stays trusted until its tokens expire`,
+  'user list': command({
+    usage: 'user list <tenant-slug>',
+    parse: (args) => argv(args, ['tenant-slug'], {}).positionals[0]!,
+    run: async (db, tenant) => {
+      const users = await listUsers(db, tenant);
+      printTable(
+        ['userName', 'displayName', 'role', 'active', 'id'],
+        users.map((u) => [u.userName, u.displayName, u.role, u.active ? 'yes' : 'no', u.id]),
       );
-    } finally {
-      await pool.end();
-    }
-  },
+    },
+  }),
+
+  'user disable': command({
+    usage: 'user disable <tenant-slug> <userName>',
+    parse: (args) => argv(args, ['tenant-slug', 'userName'], {}).positionals,
+    run: async (db, [tenant, userName]) => {
+      await disableUser(db, tenant!, userName!);
+      console.log(`disabled user ${userName} of ${tenant}; its sessions have ended`);
+    },
+  }),
+
+  'user set-password': command({
+    usage: 'user set-password <tenant-slug> <userName> --password-stdin',
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug', 'userName'], {
+        'password-stdin': { type: 'boolean' },
+      });
+      requirePasswordStdin(values['password-stdin']);
+      return positionals;
+    },
+    run: async (db, [tenant, userName]) => {
+      await setPassword(db, tenant!, userName!, await passwordFromStdin());
+      console.log(`set the password of ${userName} of ${tenant}`);
+    },
+  }),
+
+  'keys rotate': command({
+    usage: 'keys rotate <tenant-slug>',
+    parse: (args) => argv(args, ['tenant-slug'], {}).positionals[0]!,
+    run: async (db, slug, target) => {
+      const tenant = (await listTenants(db)).find((t) => t.slug === slug);
+      if (!tenant) throw new UserError(`no tenant '${slug}'`);
+      // The key functions belong to the server's own role, so the CLI acts as it for this.
+      const pool = createPool(target.authenticatorUrl, { max: 1 });
+      try {
+        const kid = await asAuthenticator(pool, tenant.id, (c) => addSigningKey(c, true));
+        console.log(
+          `${slug} now signs with key ${kid}; servers switch to it within a minute, and the ` +
+            'previous key stays trusted until its tokens expire',
+        );
+      } finally {
+        await pool.end();
+      }
+    },
+  }),
+
+  'db url': command({
+    usage: 'db url',
+    parse: (args) => argv(args, [], {}),
+    run: (_db, _parsed, target) => {
+      // For a DBA's psql. The owner role owns every object and bypasses row security, so it sees
+      // every tenant: treat the URL as the secret it is.
+      console.log(target.ownerUrl);
+      if (target.embedded?.startedHere) {
+        console.error(
+          `weld-admin: note: no server is running, so the embedded PostgreSQL stops with this ` +
+            `command; start the server (npm start), then connect (${redactUrl(target.ownerUrl)})`,
+        );
+      }
+      return Promise.resolve();
+    },
+  }),
 };
+
+const USAGE = ['usage:', ...Object.values(commands).map((c) => `  weld-admin ${c.usage}`)].join(
+  '\n',
+);
 
 function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -198,35 +291,43 @@ function printTable(header: string[], rows: string[][]): void {
   }
 }
 
-async function main(argv: string[]): Promise<number> {
-  // Commands are one word (seed) or two (tenant add).
-  const words = commands[argv.slice(0, 2).join(' ')] ? 2 : 1;
-  const command = commands[argv.slice(0, words).join(' ')];
-  if (!command) {
+/** The command named by the longest matching prefix of the arguments (one to three words). */
+function findCommand(args: string[]): { name: string; rest: string[] } | undefined {
+  for (const words of [3, 2, 1]) {
+    const name = args.slice(0, words).join(' ');
+    if (args.length >= words && commands[name]) return { name, rest: args.slice(words) };
+  }
+  return undefined;
+}
+
+async function main(args: string[]): Promise<number> {
+  const found = findCommand(args);
+  if (!found) {
     console.error(USAGE);
     return 2;
   }
-  let target;
+  const { run, parse, usage } = commands[found.name]!;
+  let parsed: unknown;
+  try {
+    parsed = parse(found.rest);
+  } catch (error) {
+    const usageError =
+      error instanceof UsageError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    if (!usageError) throw error;
+    console.error(`weld-admin: ${(error as Error).message}\nusage: weld-admin ${usage}`);
+    return 2;
+  }
+
+  let target: DatabaseTarget | undefined;
+  let db: pg.Client | undefined;
   try {
     const config = loadDatabaseConfig();
     target = await openMigratedDatabase(config.database, { migrate: config.migrateOnStart });
-  } catch (error) {
-    console.error(`weld-admin: ${(error as Error).message}`);
-    return 1;
-  }
-  let db: pg.Client | undefined;
-  try {
     db = await connectClient(target.ownerUrl);
-    await command(db, argv.slice(words), target);
+    await run(db, parsed, target);
     return 0;
   } catch (error) {
-    if (
-      error instanceof UsageError ||
-      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
-    ) {
-      console.error(`weld-admin: ${(error as Error).message}\n${USAGE}`);
-      return 2;
-    }
     const known = [TenantError, SeedError, UserError, ConfigError].some(
       (kind) => error instanceof kind,
     );
@@ -234,7 +335,7 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   } finally {
     await db?.end().catch(() => {});
-    await target.release();
+    await target?.release();
   }
 }
 

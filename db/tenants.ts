@@ -32,19 +32,20 @@ export function normalizeOrigin(text: string): string | undefined {
   return url.origin;
 }
 
+/** The canonical form of an origin given at the terminal; a TenantError names a bad one. */
+export function parseOrigin(origin: string): string {
+  const normalized = normalizeOrigin(origin);
+  if (!normalized) {
+    throw new TenantError(`'${origin}' is not an origin (scheme://host[:port], nothing after it)`);
+  }
+  return normalized;
+}
+
 export async function addTenant(
   db: pg.ClientBase,
   input: { slug: string; name?: string | undefined; origins: string[] },
 ): Promise<Tenant> {
-  const origins = input.origins.map((origin) => {
-    const normalized = normalizeOrigin(origin);
-    if (!normalized) {
-      throw new TenantError(
-        `'${origin}' is not an origin (scheme://host[:port], nothing after it)`,
-      );
-    }
-    return normalized;
-  });
+  const origins = input.origins.map(parseOrigin);
   if (origins.length === 0) throw new TenantError('a tenant needs at least one --origin');
   try {
     const { rows } = await db.query<Tenant>(
@@ -62,6 +63,58 @@ export async function listTenants(db: pg.ClientBase): Promise<TenantListing[]> {
     'select id, slug, name, origins, created_at as "createdAt" from weld_private.tenant_list()',
   );
   return rows;
+}
+
+async function tenantIdOf(db: pg.ClientBase, slug: string): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    'select id from weld_public.tenants where slug = $1',
+    [slug],
+  );
+  if (!rows[0]) throw new TenantError(`no tenant '${slug}'`);
+  return rows[0].id;
+}
+
+/** Serves the tenant from one more origin (as the owner, which row security does not bind). */
+export async function addOrigin(db: pg.ClientBase, slug: string, origin: string): Promise<string> {
+  const normalized = parseOrigin(origin);
+  try {
+    await db.query('insert into weld_private.tenant_origins (tenant_id, origin) values ($1, $2)', [
+      await tenantIdOf(db, slug),
+      normalized,
+    ]);
+  } catch (error) {
+    throw explainTenantError(error, slug);
+  }
+  return normalized;
+}
+
+/** Stops serving the tenant from an origin; its last origin stays (it would be unreachable). */
+export async function removeOrigin(
+  db: pg.ClientBase,
+  slug: string,
+  origin: string,
+): Promise<string> {
+  const normalized = parseOrigin(origin);
+  const tenantId = await tenantIdOf(db, slug);
+  const { rows } = await db.query<{ removed: boolean; others: number }>(
+    `with target as (
+       select count(*) filter (where origin = $2) > 0 as present,
+              count(*) filter (where origin <> $2)::int as others
+         from weld_private.tenant_origins where tenant_id = $1
+     ), removed as (
+       delete from weld_private.tenant_origins o using target
+        where o.tenant_id = $1 and o.origin = $2 and target.others > 0
+       returning true
+     )
+     select exists (select from removed) as removed, (select others from target)
+       from target where present`,
+    [tenantId, normalized],
+  );
+  if (!rows[0]) throw new TenantError(`${normalized} is not an origin of '${slug}'`);
+  if (!rows[0].removed) {
+    throw new TenantError(`${normalized} is the last origin of '${slug}'; add another first`);
+  }
+  return normalized;
 }
 
 /** Turns the constraint that refused a tenant into a sentence for the person at the terminal. */
@@ -87,10 +140,14 @@ function explainTenantError(error: unknown, slug: string): unknown {
   }
 }
 
+const demoOrigins = (port: number) => [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+
 /**
- * The embedded database's first start: with no tenant at all, create `demo`, served from the
- * local origins of the port the server listens on. Returns the demo tenant's listing, if any,
- * and whether it was created just now.
+ * The embedded database's demo tenant. With no tenant at all, it creates `demo`, served from the
+ * local origins of the port the server listens on. Later, while the demo tenant still has exactly
+ * the local origins of some port (nobody changed them), they follow the server to its current
+ * port, so a restart on another PORT keeps the demo working. Returns the demo tenant's listing, if
+ * any, and whether it was created just now.
  */
 export async function ensureDemoTenant(
   db: pg.ClientBase,
@@ -98,12 +155,27 @@ export async function ensureDemoTenant(
 ): Promise<{ demo: TenantListing | undefined; created: boolean }> {
   const tenants = await listTenants(db);
   if (tenants.length === 0) {
-    await addTenant(db, {
-      slug: 'demo',
-      name: 'Demo project',
-      origins: [`http://localhost:${port}`, `http://127.0.0.1:${port}`],
-    });
+    await addTenant(db, { slug: 'demo', name: 'Demo project', origins: demoOrigins(port) });
     return { demo: (await listTenants(db))[0], created: true };
   }
-  return { demo: tenants.find((t) => t.slug === 'demo'), created: false };
+  const demo = tenants.find((t) => t.slug === 'demo');
+  const oldPort = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(demo?.origins[0] ?? '')?.[1];
+  const isDefault =
+    oldPort !== undefined && demo!.origins.join(' ') === demoOrigins(Number(oldPort)).join(' ');
+  if (!demo || !isDefault || Number(oldPort) === port) return { demo, created: false };
+  await db.query('begin');
+  try {
+    await db.query('delete from weld_private.tenant_origins where tenant_id = $1', [demo.id]);
+    await db.query(
+      'insert into weld_private.tenant_origins (tenant_id, origin) select $1, unnest($2::text[])',
+      [demo.id, demoOrigins(port)],
+    );
+    await db.query('commit');
+  } catch (error) {
+    await db.query('rollback');
+    // Another tenant took this port's origins meanwhile: the demo keeps its old ones.
+    if ((error as { code?: string }).code === '23505') return { demo, created: false };
+    throw error;
+  }
+  return { demo: (await listTenants(db)).find((t) => t.slug === 'demo'), created: false };
 }

@@ -91,7 +91,7 @@ test('user commands refuse bad input with exit 1, bad usage with exit 2, and wri
     [
       ['user', 'add', 'acme', 'new', '--role', 'boss', '--password-stdin'],
       'a long enough password',
-      1,
+      2,
       /--role must be one of/,
     ],
     [

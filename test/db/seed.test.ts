@@ -164,6 +164,6 @@ test('weld-admin seed writes a project and says what it wrote; errors exit 1', a
   t.is(again.code, 1);
   t.regex(again.stderr, /already has ISOs/);
   const bad = await runCli(['seed', 'cli', '--isos', 'many'], env);
-  t.is(bad.code, 1);
+  t.is(bad.code, 2, 'a malformed option is a usage error');
   t.regex(bad.stderr, /--isos must be a whole number/);
 });
