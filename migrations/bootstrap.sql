@@ -83,6 +83,21 @@ $$;
 revoke all on schema public from public;
 grant usage on schema public to weld_owner, weld_anonymous, weld_rules;
 
+-- No function is executable by PUBLIC. PostgreSQL grants EXECUTE to PUBLIC on every new function
+-- unless the default privileges of the role that creates it say otherwise, so they say so for
+-- both roles that create functions: the owner, and weld_rules (migrations `set role weld_rules`
+-- to create the SECURITY DEFINER functions it owns). Default privileges belong to one database,
+-- so this runs here, before any migration; migration 000006 says the same for databases that
+-- were bootstrapped before these lines existed.
+--
+-- The owner may execute what weld_rules creates. It attaches weld_rules' trigger functions to its
+-- tables (creating a trigger needs EXECUTE on the function), and migrations 000002 and 000003
+-- grant on weld_rules' functions as the owner: without the grant option that grants nothing and
+-- only warns (000006 grants as weld_rules instead), but without any privilege it is an error.
+alter default privileges for role weld_owner revoke execute on functions from public;
+alter default privileges for role weld_rules revoke execute on functions from public;
+alter default privileges for role weld_rules grant execute on functions to weld_owner;
+
 -- Extensions live in `public`; functions that pin search_path name them as public.citext etc.
 create extension if not exists citext with schema public;
 create extension if not exists btree_gist with schema public;

@@ -7,13 +7,14 @@
 //   GET  /auth/csrf      a new signed CSRF token (and svc_csrf cookie) for the session
 //   GET  /.well-known/jwks.json   the tenant's public signing keys
 //
-// The rules (throttling, rotation, reuse detection) are SQL functions in migration 000003; the
-// handlers validate, call them as weld_anonymous inside the tenant, and do the cryptography.
+// The rules (throttling, rotation, reuse detection) are SQL functions in migrations 000003 and
+// 000006; the handlers validate, call them as the authenticator inside the tenant (the functions
+// are granted to no request role), and do the cryptography.
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
-import { withContext } from '../db/database.ts';
+import { asAuthenticator, withContext } from '../db/database.ts';
 import { verifyPassword } from '../db/passwords.ts';
 import { USER_ROLES } from '../db/vocabulary.ts';
 import { issueAccessToken } from '../server/auth/access-tokens.ts';
@@ -101,12 +102,8 @@ const problems = {
 
 export function authRoutes(deps: AuthDeps): Route[] {
   const { pool, ring } = deps;
-  const anonymous = (req: Request) => ({
-    role: 'weld_anonymous' as const,
-    tenantId: req.tenant!.id,
-  });
   const call = <R extends pg.QueryResultRow>(req: Request, sql: string, params: unknown[]) =>
-    withContext(pool, anonymous(req), (db) => db.query<R>(sql, params)).then((r) => r.rows[0]);
+    asAuthenticator(pool, req.tenant!.id, (db) => db.query<R>(sql, params)).then((r) => r.rows[0]);
 
   /**
    * The user as the contract shows it, if still active; read as a viewer of the tenant (the least
@@ -190,11 +187,9 @@ export function authRoutes(deps: AuthDeps): Route[] {
         if (begin?.retry_after) throw problems.tooManyAttempts(begin.retry_after);
 
         // Unknown user, wrong password and disabled account: the same work, the same answer.
+        // login_begin counted the attempt as a failure already; login_succeed takes it back.
         const passwordOk = await verifyPassword(password, begin?.password_hash ?? null);
-        if (!passwordOk || !begin?.active || !begin.user_id) {
-          await call(req, 'select weld_hidden.login_fail($1, $2)', [userName, address]);
-          throw problems.invalidCredentials();
-        }
+        if (!passwordOk || !begin?.active || !begin.user_id) throw problems.invalidCredentials();
         const sessionId = randomUUID();
         const refreshToken = newRefreshToken(sessionId);
         await call(req, 'select weld_hidden.login_succeed($1, $2, $3, $4, $5)', [

@@ -49,15 +49,16 @@ test('user add (password on stdin), list, set-password and disable', async (t) =
   t.regex(listed.stdout, /^j\.doe\s+Jane Doe\s+inspector\s+yes\s+[0-9a-f-]{36}$/m);
   t.false(listed.stdout.includes('argon2'), 'no hashes in listings');
 
+  // User names compare case-insensitively, as at login.
   const changed = await runCli(
-    ['user', 'set-password', 'acme', 'j.doe', '--password-stdin'],
+    ['user', 'set-password', 'acme', 'J.Doe', '--password-stdin'],
     env,
     'another good password',
   );
   t.is(changed.code, 0, changed.output);
   t.true(await verifyPassword('another good password', await hash()));
 
-  const disabled = await runCli(['user', 'disable', 'acme', 'j.doe'], env);
+  const disabled = await runCli(['user', 'disable', 'acme', 'J.DOE'], env);
   t.is(disabled.code, 0);
   t.regex(
     (await runCli(['user', 'list', 'acme'], env)).stdout,

@@ -1,0 +1,304 @@
+// Function privileges, from the catalog and from the attacker's side: no function of the service's
+// schemas is executable by PUBLIC, each is granted to exactly the roles that call it, SECURITY
+// DEFINER functions pin their search_path, weld_rules cannot create anything, and no request
+// role can reach the server's own functions (signing keys, sessions).
+import test, { type ExecutionContext } from 'ava';
+import pg from 'pg';
+import { asAuthenticator, withContext } from '../../db/database.ts';
+import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
+import { ownerClient, tenantFixture } from '../helpers/fixtures.ts';
+
+const SCHEMAS = `('weld_public', 'weld_hidden', 'weld_private')`;
+
+/** The functions of the service's schemas, extension members aside. */
+const PROJECT_FUNCTIONS = `
+  select p.oid, p.proname, p.proacl, p.proowner, p.prosecdef, p.proconfig,
+         n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' as name
+    from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+   where n.nspname in ${SCHEMAS}
+     and not exists (select from pg_depend d
+                      where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')`;
+
+/**
+ * Functions PUBLIC may execute. A NULL proacl is the default, which includes PUBLIC: acldefault()
+ * spells it out, so it counts too.
+ */
+async function publicFunctions(rootUrl: string): Promise<string[]> {
+  const rows = await superuserQuery<{ name: string }>(
+    rootUrl,
+    `select f.name from (${PROJECT_FUNCTIONS}) f
+      where exists (select from aclexplode(coalesce(f.proacl, acldefault('f', f.proowner))) a
+                     where a.grantee = 0 and a.privilege_type = 'EXECUTE')
+      order by 1`,
+  );
+  return rows.map((r) => r.name);
+}
+
+/** SECURITY DEFINER functions that do not pin search_path to pg_catalog, pg_temp. */
+async function unpinnedDefiners(rootUrl: string): Promise<string[]> {
+  const rows = await superuserQuery<{ name: string }>(
+    rootUrl,
+    `select f.name from (${PROJECT_FUNCTIONS}) f
+      where f.prosecdef
+        and not coalesce('search_path=pg_catalog, pg_temp' = any(f.proconfig), false)
+      order by 1`,
+  );
+  return rows.map((r) => r.name);
+}
+
+/** The schemas weld_rules may create objects in, and the database if it may create schemas. */
+async function rulesCreateRights(rootUrl: string): Promise<string[]> {
+  const rows = await superuserQuery<{ name: string }>(
+    rootUrl,
+    `select 'schema ' || nspname as name from pg_namespace
+      where has_schema_privilege('weld_rules', oid, 'CREATE')
+     union all
+     select 'database ' || current_database()
+      where has_database_privilege('weld_rules', current_database(), 'CREATE')
+     order by 1`,
+  );
+  return rows.map((r) => r.name);
+}
+
+test('catalog: no function of the service is executable by PUBLIC', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  const [count] = await superuserQuery<{ n: number }>(
+    rootUrl,
+    `select count(*)::int as n from (${PROJECT_FUNCTIONS}) f`,
+  );
+  t.true(count!.n >= 30, 'the query sees the functions');
+  t.deepEqual(await publicFunctions(rootUrl), []);
+});
+
+test('catalog: the same check names a function PUBLIC may execute, by default or by grant', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  // As the superuser, whose default privileges still give PUBLIC EXECUTE (proacl stays NULL);
+  // and one with an explicit grant (proacl not NULL).
+  await superuserQuery(
+    rootUrl,
+    `create function weld_hidden.careless() returns int language sql immutable as 'select 1';
+     create function weld_private.granted() returns int language sql immutable as 'select 2';
+     revoke execute on function weld_private.granted() from public;
+     grant execute on function weld_private.granted() to public;`,
+  );
+  const [acl] = await superuserQuery<{ careless: string | null; granted: string | null }>(
+    rootUrl,
+    `select (select proacl::text from pg_proc where oid = 'weld_hidden.careless'::regproc) as careless,
+            (select proacl::text from pg_proc where oid = 'weld_private.granted'::regproc) as granted`,
+  );
+  t.is(acl!.careless, null);
+  t.not(acl!.granted, null);
+  t.deepEqual(await publicFunctions(rootUrl), ['weld_hidden.careless()', 'weld_private.granted()']);
+});
+
+test('catalog: every SECURITY DEFINER function pins search_path; a new one that does not is named', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  const [count] = await superuserQuery<{ n: number }>(
+    rootUrl,
+    `select count(*)::int as n from (${PROJECT_FUNCTIONS}) f where f.prosecdef`,
+  );
+  t.true(count!.n >= 15);
+  t.deepEqual(await unpinnedDefiners(rootUrl), []);
+
+  await superuserQuery(
+    rootUrl,
+    `create function weld_hidden.unpinned() returns int language sql stable security definer
+       as 'select 1';
+     create function weld_hidden.loose() returns int language sql stable security definer
+       set search_path = public as 'select 1';`,
+  );
+  t.deepEqual(await unpinnedDefiners(rootUrl), ['weld_hidden.loose()', 'weld_hidden.unpinned()']);
+});
+
+test('catalog: weld_rules may create nothing, in no schema and not in the database', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  t.deepEqual(await rulesCreateRights(rootUrl), []);
+  // Proof the check sees a grant: give it one.
+  await superuserQuery(rootUrl, `grant create on schema weld_hidden to weld_rules`);
+  t.deepEqual(await rulesCreateRights(rootUrl), ['schema weld_hidden']);
+});
+
+test('catalog: each function is executable by exactly the roles that call it', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  const rows = await superuserQuery<{ name: string; roles: string[] }>(
+    rootUrl,
+    `select f.name,
+            array(select distinct case when a.grantee = 0 then 'PUBLIC' else pg_get_userbyid(a.grantee)::text end
+                    from aclexplode(coalesce(f.proacl, acldefault('f', f.proowner))) a
+                   where a.privilege_type = 'EXECUTE' order by 1) as roles
+       from (${PROJECT_FUNCTIONS}) f order by 1`,
+  );
+  const actual = Object.fromEntries(rows.map((r) => [r.name, r.roles.join(' ')]));
+
+  // The owner of each function may execute it, and weld_owner may execute weld_rules' functions
+  // (it attaches the trigger functions); beyond that, the callers.
+  const roles = (...names: string[]) =>
+    names
+      .flatMap((n) => n.split(' '))
+      .sort()
+      .join(' ');
+  const owner = 'weld_owner';
+  const rules = 'weld_owner weld_rules';
+  const server = (base: string) => roles(base, 'weld_authenticator');
+  const requests = roles('weld_anonymous', rules);
+  t.deepEqual(actual, {
+    'weld_hidden.add_signing_key(kid text, private_jwk jsonb, public_jwk jsonb, rotate boolean)':
+      server(rules),
+    'weld_hidden.applied_migration()': server(owner),
+    'weld_hidden.current_tenant_id()': server(requests),
+    'weld_hidden.current_user_id()': requests,
+    'weld_hidden.login_begin(user_name citext, address text)': server(rules),
+    'weld_hidden.login_succeed(user_id uuid, address text, session_id uuid, refresh_hash bytea, refresh_ttl interval)':
+      server(rules),
+    'weld_hidden.logout(token_hash bytea)': server(rules),
+    'weld_hidden.purge_auth_bookkeeping(OUT deleted_throttle_rows integer, OUT deleted_refresh_tokens integer, OUT deleted_sessions integer)':
+      server(owner),
+    'weld_hidden.refresh_rotate(old_hash bytea, new_hash bytea, new_box bytea, grace interval, ttl interval)':
+      server(rules),
+    'weld_hidden.request_role()': requests,
+    'weld_hidden.revoked_sessions(since timestamp with time zone)': server(owner),
+    'weld_hidden.tenant_by_origin(request_origin text)': server(owner),
+    'weld_hidden.tenant_csrf_key(candidate bytea)': server(rules),
+    'weld_hidden.tenant_signing_keys()': server(rules),
+    'weld_hidden.touch()': owner,
+    'weld_private.camel_case(name text)': owner,
+    'weld_private.changed_columns(old_row jsonb, new_row jsonb)': rules,
+    'weld_private.create_tenant(slug text, name text, origins text[])': owner,
+    'weld_private.create_user(tenant uuid, user_name citext, display_name text, role weld_public.user_role, password_hash text)':
+      owner,
+    'weld_private.disable_user(tenant uuid, user_name citext)': owner,
+    'weld_private.examination_created_in_this_transaction(subject text, tenant uuid, record_id uuid)':
+      rules,
+    'weld_private.login_take_back(tenant uuid, address text)': rules,
+    'weld_private.secure_tenant_table(tbl regclass)': owner,
+    'weld_private.seed_transition_rules(for_tenant uuid)': owner,
+    'weld_private.set_user_password(tenant uuid, user_name citext, password_hash text)': owner,
+    'weld_private.tenant_list()': owner,
+    'weld_private.tenants_seed_rules()': owner,
+    'weld_private.tg__examination_updated()': rules,
+    'weld_private.tg__examination_weld_link()': rules,
+    'weld_private.tg__set_recorded_by()': owner,
+    'weld_private.tg_film_interval_welds__examination_change()': rules,
+    'weld_private.tg_film_intervals__examination_change()': rules,
+    'weld_private.tg_sessions__notify_revoked()': owner,
+    'weld_private.tg_users__revoke_sessions()': owner,
+    'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
+      roles(rules, 'weld_viewer'),
+  });
+});
+
+//------------------------------------------------------------------------------------------------
+// From the attacker's side: a request role (whatever a token or an injection gives) calling the
+// server's own functions.
+
+async function setup(t: ExecutionContext) {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  owner.on('error', () => {});
+  t.teardown(() => owner.end());
+  const a = await tenantFixture(owner, 'alpha');
+  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 4 });
+  pool.on('error', () => {});
+  t.teardown(() => pool.end());
+  return { owner, pool, a };
+}
+
+const HASH = Buffer.alloc(32, 7);
+
+/** The server's own functions, each called with plausible arguments (a real user's id). */
+const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
+  ['tenant_signing_keys', 'select * from weld_hidden.tenant_signing_keys()', []],
+  [
+    'add_signing_key',
+    'select weld_hidden.add_signing_key($1, $2, $3, true)',
+    ['attacker-kid', { kty: 'EC' }, { kty: 'EC' }],
+  ],
+  ['tenant_csrf_key', 'select weld_hidden.tenant_csrf_key($1)', [HASH]],
+  ['login_begin', 'select * from weld_hidden.login_begin($1, $2)', ['admin-alpha', '192.0.2.66']],
+  [
+    'login_succeed',
+    'select weld_hidden.login_succeed($1, $2, gen_random_uuid(), $3, $4)',
+    [userId, '192.0.2.66', HASH, '30 days'],
+  ],
+  [
+    'refresh_rotate',
+    'select * from weld_hidden.refresh_rotate($1, $2, $3, $4, $5)',
+    [HASH, Buffer.alloc(32, 8), Buffer.alloc(48), '10 seconds', '30 days'],
+  ],
+  ['logout', 'select weld_hidden.logout($1)', [HASH]],
+  ['purge_auth_bookkeeping', 'select * from weld_hidden.purge_auth_bookkeeping()', []],
+  ['revoked_sessions', `select * from weld_hidden.revoked_sessions(now() - interval '1 hour')`, []],
+  ['tenant_by_origin', `select * from weld_hidden.tenant_by_origin('http://alpha.test')`, []],
+  ['applied_migration', 'select weld_hidden.applied_migration()', []],
+];
+
+for (const role of ['weld_anonymous', 'weld_viewer', 'weld_admin'] as const) {
+  test(`attack: ${role} cannot call the server's own functions (42501)`, async (t) => {
+    const { pool, a, owner } = await setup(t);
+    const userId =
+      role === 'weld_anonymous' ? null : a.users[role === 'weld_viewer' ? 'viewer' : 'admin'];
+    for (const [name, sql, params] of serverOnly(a.users.admin)) {
+      await t.throwsAsync(
+        withContext(pool, { role, tenantId: a.tenantId, userId }, (c) => c.query(sql, params)),
+        { code: '42501', message: new RegExp(`permission denied for function ${name}`) },
+        `${role} calling ${name}`,
+      );
+    }
+    // Nothing was minted, counted or added.
+    const { rows } = await owner.query<{ sessions: number; throttle: number; keys: number }>(
+      `select (select count(*) from weld_private.sessions)::int as sessions,
+              (select count(*) from weld_private.login_throttle)::int as throttle,
+              (select count(*) from weld_private.signing_keys)::int as keys`,
+    );
+    t.deepEqual(rows[0], { sessions: 0, throttle: 0, keys: 0 });
+  });
+}
+
+test('the authenticator itself may call them (the server does, through asAuthenticator)', async (t) => {
+  const { pool, a, owner } = await setup(t);
+  const sessionId = '00000000-0000-4000-8000-00000000abcd';
+  await asAuthenticator(pool, a.tenantId, async (c) => {
+    t.deepEqual((await c.query('select * from weld_hidden.tenant_signing_keys()')).rows, []);
+    const begin = await c.query<{ retry_after: number | null; user_id: string }>(
+      'select * from weld_hidden.login_begin($1, $2)',
+      ['admin-alpha', '192.0.2.1'],
+    );
+    t.is(begin.rows[0]!.retry_after, null);
+    t.is(begin.rows[0]!.user_id, a.users.admin);
+    await c.query(`select weld_hidden.login_succeed($1, $2, $3, $4, '30 days')`, [
+      a.users.admin,
+      '192.0.2.1',
+      sessionId,
+      HASH,
+    ]);
+    const rotated = await c.query<{ outcome: string }>(
+      `select * from weld_hidden.refresh_rotate($1, $2, $3, '10 seconds', '30 days')`,
+      [HASH, Buffer.alloc(32, 9), Buffer.alloc(48)],
+    );
+    t.is(rotated.rows[0]!.outcome, 'rotated');
+  });
+  const { rows } = await owner.query(`select id, user_id from weld_private.sessions`);
+  t.deepEqual(rows, [{ id: sessionId, user_id: a.users.admin }]);
+});
+
+test('attack: inspectors and up change weld status through the function; a viewer is refused by its rules', async (t) => {
+  // change_weld_status is granted to viewers on purpose: the transition rules are data and may
+  // name any role, so the function itself decides (WD003), not a missing grant.
+  const { pool, a } = await setup(t);
+  const weldId = await a.weld('PENDING');
+  const as = (role: 'viewer' | 'inspector') =>
+    withContext(pool, { role: `weld_${role}`, tenantId: a.tenantId, userId: a.users[role] }, (c) =>
+      c.query<{ status: string }>(
+        `select status from weld_public.change_weld_status($1, 'ACCEPTED')`,
+        [weldId],
+      ),
+    );
+  await t.throwsAsync(as('viewer'), { code: 'WD003' });
+  t.is((await as('inspector')).rows[0]!.status, 'ACCEPTED');
+  await t.throwsAsync(
+    withContext(pool, { role: 'weld_anonymous', tenantId: a.tenantId }, (c) =>
+      c.query(`select weld_public.change_weld_status($1, 'REJECTED', 'x')`, [weldId]),
+    ),
+    { code: '42501' },
+  );
+});
