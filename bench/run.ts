@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 import { connectClient } from '../db/database.ts';
 import { embeddedUrl, openEmbeddedCluster } from '../db/embedded.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
-import { seedTenant } from '../db/seed.ts';
+import { seedTenant } from '../db/seed/index.ts';
 import { addTenant } from '../db/tenants.ts';
 import { addUser } from '../db/users.ts';
 

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { loadDatabaseConfig } from '../db/config.ts';
 import { connectClient } from '../db/database.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
-import { seedTenant } from '../db/seed.ts';
+import { seedTenant } from '../db/seed/index.ts';
 import { addTenant } from '../db/tenants.ts';
 
 const { values } = parseArgs({

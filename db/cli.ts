@@ -22,7 +22,7 @@ import {
   type DatabaseTarget,
 } from './database.ts';
 import { addSigningKey } from './signing-keys.ts';
-import { seedTenant, SeedError } from './seed.ts';
+import { seedTenant, SeedError } from './seed/index.ts';
 import {
   addOrigin,
   addTenant,
