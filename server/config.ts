@@ -15,6 +15,9 @@ import {
 } from '../db/config.ts';
 import type { TrustProxy } from './http/tenancy.ts';
 
+/** GraphQL's limits when the environment does not set them (see server/graphql-cost.ts). */
+export const GRAPHQL_DEFAULTS = { maxCost: 100_000, statementTimeoutMs: 10_000 } as const;
+
 const envSchema = z.object({
   ...databaseEnv,
   PORT: port.default(3000),
@@ -57,6 +60,18 @@ const envSchema = z.object({
     .max(365 * 86_400)
     .default(30 * 86_400),
   JWT_SIGNING_KEYS: z.string().trim().min(1).optional(),
+  GRAPHQL_MAX_COST: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000_000)
+    .default(GRAPHQL_DEFAULTS.maxCost),
+  GRAPHQL_STATEMENT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .default(GRAPHQL_DEFAULTS.statementTimeoutMs),
 });
 
 export interface Config {
@@ -74,6 +89,12 @@ export interface Config {
     refreshTokenTtl: number;
     /** ES256 private JWKs from JWT_SIGNING_KEYS; undefined: each tenant's keys live in the database. */
     signingKeys: JWK[] | undefined;
+  };
+  graphql: {
+    /** The cost budget of one GraphQL request. */
+    maxCost: number;
+    /** statement_timeout of each GraphQL transaction, in ms. */
+    statementTimeoutMs: number;
   };
 }
 
@@ -93,6 +114,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       accessTokenTtl: e.ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtl: e.REFRESH_TOKEN_TTL_SECONDS,
       signingKeys: e.JWT_SIGNING_KEYS === undefined ? undefined : signingKeys(e.JWT_SIGNING_KEYS),
+    },
+    graphql: {
+      maxCost: e.GRAPHQL_MAX_COST,
+      statementTimeoutMs: e.GRAPHQL_STATEMENT_TIMEOUT_MS,
     },
   };
 }

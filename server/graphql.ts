@@ -4,50 +4,65 @@
 // one query cannot take the service down:
 //   - depth at most 10 (lists at most 4 deep), by @graphile/depth-limit
 //   - every connection that returns rows (selects nodes or edges) needs first or last, 1 to 500
-//   - the pool's statement_timeout (30 s) cancels what still runs too long
-// A query over a limit is refused before it runs: 400 problem+json, /problems/query-too-large.
-import { depthLimit } from '@graphile/depth-limit';
+//   - a cost budget (GRAPHQL_MAX_COST, default 100,000): see graphql-cost.ts
+//   - a statement timeout for each GraphQL transaction (GRAPHQL_STATEMENT_TIMEOUT_MS, 10 s)
+// A query over a limit is refused before it runs: 400 problem+json, /problems/query-too-large or
+// /problems/query-too-costly. Errors and logging: graphql-errors.ts.
 import { PgAggregatesPreset } from '@graphile/pg-aggregates';
 import express, { type RequestHandler } from 'express';
 import type pg from 'pg';
 import { postgraphile } from 'postgraphile';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { grafserv } from 'postgraphile/grafserv/express/v4';
-import {
-  getNamedType,
-  GraphQLObjectType,
-  Kind,
-  parse,
-  TypeInfo,
-  validate,
-  visit,
-  visitWithTypeInfo,
-  type DocumentNode,
-  type GraphQLSchema,
-  type ValueNode,
-} from 'postgraphile/graphql';
+import type { GraphQLSchema } from 'postgraphile/graphql';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { PostGraphileConnectionFilterPreset } from 'postgraphile-plugin-connection-filter';
 import { sessionSettings } from '../db/database.ts';
-import { PAGE_SIZE } from '../db/vocabulary.ts';
+import { GRAPHQL_DEFAULTS } from './config.ts';
+import { checkGraphqlRequest, type GraphqlRequestBody } from './graphql-cost.ts';
+import {
+  GraphqlColumnNaming,
+  makeMaskError,
+  withGraphqlLogger,
+  type MaskError,
+} from './graphql-errors.ts';
+import { createLogger, type Logger } from './http/log.ts';
 import { HttpProblem } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 
-const DEPTH = { maxDepth: 10, maxListDepth: 4 };
+export interface GraphqlOptions {
+  /** Where hidden errors and PostGraphile's own messages go (default: nowhere). */
+  logger?: Logger;
+  /** The cost budget of one request (GRAPHQL_MAX_COST). */
+  maxCost?: number;
+  /** statement_timeout of each GraphQL transaction, in ms (GRAPHQL_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs?: number;
+}
 
-export function graphqlPreset(pool: pg.Pool): GraphileConfig.Preset {
+export function graphqlPreset(
+  pool: pg.Pool,
+  options: { statementTimeoutMs?: number; maskError?: MaskError } = {},
+): GraphileConfig.Preset {
+  const statementTimeout = String(
+    options.statementTimeoutMs ?? GRAPHQL_DEFAULTS.statementTimeoutMs,
+  );
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset, PostGraphileConnectionFilterPreset],
     pgServices: [
       makePgService({
         pool,
         schemas: ['weld_public'],
-        // The same settings withContext() makes for REST: role and claims, transaction-local.
+        // The same settings withContext() makes for REST: role and claims, transaction-local
+        // (PostGraphile applies them with set_config(name, value, true) after `begin`). The
+        // statement timeout rides along, so it too ends with the transaction.
         pgSettings(requestContext) {
           const req = requestContext.expressv4?.req;
-          if (!req?.identity || !req.tenant) return { role: 'weld_anonymous' };
-          return sessionSettings(callerContext(req));
+          const caller =
+            !req?.identity || !req.tenant
+              ? { role: 'weld_anonymous' }
+              : sessionSettings(callerContext(req));
+          return { ...caller, statement_timeout: statementTimeout };
         },
       }),
     ],
@@ -60,14 +75,17 @@ export function graphqlPreset(pool: pg.Pool): GraphileConfig.Preset {
       graphiqlPath: '/graphiql',
       graphiql: true,
       graphqlOverGET: false,
+      ...(options.maskError && { maskError: options.maskError }),
     },
   };
 }
 
 export interface Graphql {
-  /** Serves POST /graphql (after authentication and checkLimits), GET /graphiql and its assets. */
+  /** Serves POST /graphql (after authentication and the limits), GET /graphiql and its assets. */
   handler: RequestHandler;
   schema(): Promise<GraphQLSchema>;
+  /** The cost budget of one request. */
+  maxCost: number;
   /** Builds the schema now rather than on the first request (the server does this at start). */
   warm(): Promise<void>;
   release(): Promise<void>;
@@ -77,23 +95,35 @@ export interface Graphql {
  * PostGraphile, built on first use: the schema takes a few seconds of CPU, which the server spends
  * at start (warm), and a process that never serves GraphQL (most test servers) never spends.
  */
-export function createGraphql(pool: pg.Pool): Graphql {
+export function createGraphql(pool: pg.Pool, options: GraphqlOptions = {}): Graphql {
+  const logger = options.logger ?? createLogger('silent');
+  const naming = new GraphqlColumnNaming();
   let built:
     | Promise<{ pgl: ReturnType<typeof postgraphile>; app: express.Express; schema: GraphQLSchema }>
     | undefined;
   const build = () =>
-    (built ??= (async () => {
-      const pgl = postgraphile(graphqlPreset(pool));
+    (built ??= withGraphqlLogger(logger, async () => {
+      const pgl = postgraphile(
+        graphqlPreset(pool, {
+          statementTimeoutMs: options.statementTimeoutMs,
+          maskError: makeMaskError(naming, logger),
+        }),
+      );
       const app = express();
       app.disable('x-powered-by');
       await pgl.createServ(grafserv).addTo(app, null, false);
+      // Without the catalog's constraint columns, refusals still name fields where DETAIL does.
+      await naming.load(pool).catch((error: unknown) => {
+        logger.warn({ err: error }, 'GraphQL: constraint columns not loaded');
+      });
       return { pgl, app, schema: await pgl.getSchema() };
-    })());
+    }));
   return {
     handler: (req, res, next) => {
-      build().then(({ app }) => app(req, res, next), next);
+      build().then(({ app }) => withGraphqlLogger(req.log, () => app(req, res, next)), next);
     },
     schema: async () => (await build()).schema,
+    maxCost: options.maxCost ?? GRAPHQL_DEFAULTS.maxCost,
     warm: async () => {
       await build();
     },
@@ -111,70 +141,22 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
       path: '/graphql',
       body: true,
       handler: async (req, res, next) => {
-        checkLimits(await graphql.schema(), req.body as { query?: unknown; variables?: unknown });
+        const body = req.body as GraphqlRequestBody | undefined;
+        let cost: number | undefined;
+        try {
+          cost = checkGraphqlRequest(await graphql.schema(), body, graphql.maxCost);
+        } catch (error) {
+          // Refusals over budget are what GRAPHQL_MAX_COST is tuned by.
+          if (error instanceof HttpProblem && error.type === '/problems/query-too-costly') {
+            req.log.info(error.extensions, 'GraphQL query refused: over the cost budget');
+          }
+          throw error;
+        }
+        req.log.debug({ graphqlCost: cost }, 'GraphQL query cost');
         graphql.handler(req, res, next);
       },
     },
     { method: 'GET', path: '/graphiql', anonymous: true, handler: graphql.handler },
     { method: 'GET', path: '/ruru-static/*asset', anonymous: true, handler: graphql.handler },
   ];
-}
-
-function tooLarge(detail: string): HttpProblem {
-  return new HttpProblem(400, {
-    type: '/problems/query-too-large',
-    title: 'Query too large',
-    detail,
-  });
-}
-
-/** Depth and page size of a GraphQL request; syntax errors are left to grafserv to report. */
-export function checkLimits(
-  schema: GraphQLSchema,
-  body: { query?: unknown; variables?: unknown } | undefined,
-): void {
-  if (typeof body?.query !== 'string') return;
-  let document: DocumentNode;
-  try {
-    document = parse(body.query);
-  } catch {
-    return;
-  }
-  const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
-  if (depthErrors.length > 0) throw tooLarge(depthErrors[0]!.message);
-
-  const variables = (typeof body.variables === 'object' && body.variables) || {};
-  const valueOf = (node: ValueNode | undefined): unknown => {
-    if (!node) return undefined;
-    if (node.kind === Kind.INT) return Number(node.value);
-    if (node.kind === Kind.VARIABLE) return (variables as Record<string, unknown>)[node.name.value];
-    return null;
-  };
-  const typeInfo = new TypeInfo(schema);
-  visit(
-    document,
-    visitWithTypeInfo(typeInfo, {
-      Field(node) {
-        const type = getNamedType(typeInfo.getType());
-        if (!(type instanceof GraphQLObjectType) || !type.name.endsWith('Connection')) return;
-        const rows = node.selectionSet?.selections.some(
-          (s) => s.kind === Kind.FIELD && (s.name.value === 'nodes' || s.name.value === 'edges'),
-        );
-        if (!rows) return; // aggregates and totalCount only: no rows come back
-        const argument = (name: string) =>
-          valueOf(node.arguments?.find((a) => a.name.value === name)?.value);
-        const size = argument('first') ?? argument('last');
-        if (
-          typeof size !== 'number' ||
-          !Number.isInteger(size) ||
-          size < 1 ||
-          size > PAGE_SIZE.max
-        ) {
-          throw tooLarge(
-            `${node.name.value}: give first or last, from 1 to ${PAGE_SIZE.max}, to read its nodes or edges.`,
-          );
-        }
-      },
-    }),
-  );
 }

@@ -91,56 +91,174 @@ export const problems = {
     }),
 };
 
+/** A PostgreSQL error as node-postgres reports it: the SQLSTATE, and the names it carries. */
+export interface DatabaseError {
+  message: string;
+  code?: string;
+  detail?: string;
+  table?: string;
+  column?: string;
+  constraint?: string;
+}
+
+/**
+ * How a refusal names what it is about, in the client's words. REST and GraphQL spell columns
+ * alike (camelCase) except the primary key (REST `id`, GraphQL `rowId`).
+ */
+export interface ColumnNaming {
+  field(column: string): string;
+  /**
+   * The columns of a constraint or unique index, from the catalog. Without it they come from
+   * the error's DETAIL, which PostgreSQL leaves out of errors on tables with row security.
+   */
+  constraintColumns?(table: string, constraint: string): readonly string[] | undefined;
+}
+
+const camelCase = (column: string) =>
+  column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+const REST_NAMING: ColumnNaming = { field: camelCase };
+
+/** DETAIL of WD002 / WD005 is JSON; anything else reads as an empty object. */
+function jsonDetail(e: DatabaseError): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(e.detail ?? '{}');
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The fields a constraint covers, as the client names them. tenant_id is left out: every key
+ * leads with it and the session implies it, so a clash or a missing reference is always within
+ * the caller's tenant (and another tenant's row is invisible, hence "missing").
+ */
+function constraintFields(e: DatabaseError, naming: ColumnNaming): string[] {
+  const fromCatalog =
+    e.table && e.constraint ? naming.constraintColumns?.(e.table, e.constraint) : undefined;
+  const fromDetail = /^Key \(([^()]*)\)/.exec(e.detail ?? '')?.[1]?.split(', ');
+  const columns = fromCatalog ?? fromDetail ?? (e.column ? [e.column] : []);
+  return columns.filter((c) => c !== 'tenant_id').map((c) => naming.field(c));
+}
+
+const listed = (fields: string[]) =>
+  fields.length <= 1 ? (fields[0] ?? '') : `${fields.slice(0, -1).join(', ')} and ${fields.at(-1)}`;
+
+const invalid = (detail: string, issues: ValidationIssue[]) =>
+  new HttpProblem(422, {
+    type: '/problems/validation-failed',
+    title: 'Validation failed',
+    detail,
+    extensions: { errors: issues },
+  });
+
 /**
  * The service's own SQLSTATEs (raised by the SQL functions in migrations/) and the few standard
- * ones a request can cause, mapped once to HTTP. DETAIL of WD002 / WD005 is JSON.
+ * ones a request can cause, mapped once to HTTP (REST answers them; GraphQL reports the same
+ * `type` as extensions.code). DETAIL of WD002 / WD005 is JSON.
  */
-const SQLSTATE_PROBLEMS: Record<string, (e: { message: string; detail?: string }) => HttpProblem> =
-  {
-    WD001: () => problems.notFound('No such weld.'),
-    WD002: (e) =>
-      new HttpProblem(409, {
-        type: '/problems/transition-not-allowed',
-        title: 'Transition not allowed',
-        detail: `${e.message}.`,
-        extensions: {
-          allowed: (JSON.parse(e.detail ?? '{}') as { allowed?: string[] }).allowed ?? [],
-        },
-      }),
-    WD003: (e) =>
-      new HttpProblem(403, {
-        type: '/problems/role-not-allowed',
-        title: 'Role not allowed',
-        detail: `${e.message}.`,
-      }),
-    WD004: (e) =>
-      new HttpProblem(422, {
-        type: '/problems/reason-required',
-        title: 'Reason required',
-        detail: `${e.message}.`,
-        extensions: { errors: [{ pointer: '/reason', detail: 'required for this transition' }] },
-      }),
-    WD005: (e) =>
-      new HttpProblem(412, {
-        type: '/problems/stale-version',
-        title: 'Precondition failed',
-        detail: `The weld has changed since that version (${e.message}); read it again.`,
-      }),
-    // permission denied: the caller's role lacks the privilege
-    '42501': () =>
-      new HttpProblem(403, {
-        type: '/problems/role-not-allowed',
-        title: 'Role not allowed',
-        detail: 'Your role may not do this.',
-      }),
-    // query_canceled: statement_timeout
-    '57014': () =>
-      new HttpProblem(503, {
-        type: '/problems/timeout',
-        title: 'Timed out',
-        detail: 'The request took too long and was cancelled.',
-      }),
-  };
+const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming) => HttpProblem> = {
+  WD001: () => problems.notFound('No such weld.'),
+  WD002: (e) => {
+    const { allowed } = jsonDetail(e);
+    return new HttpProblem(409, {
+      type: '/problems/transition-not-allowed',
+      title: 'Transition not allowed',
+      detail: `${e.message}.`,
+      extensions: { allowed: Array.isArray(allowed) ? allowed : [] },
+    });
+  },
+  WD003: (e) =>
+    new HttpProblem(403, {
+      type: '/problems/role-not-allowed',
+      title: 'Role not allowed',
+      detail: `${e.message}.`,
+    }),
+  WD004: (e) =>
+    new HttpProblem(422, {
+      type: '/problems/reason-required',
+      title: 'Reason required',
+      detail: `${e.message}.`,
+      extensions: { errors: [{ pointer: '/reason', detail: 'required for this transition' }] },
+    }),
+  WD005: (e) =>
+    new HttpProblem(412, {
+      type: '/problems/stale-version',
+      title: 'Precondition failed',
+      detail: `The weld has changed since that version (${e.message}); read it again.`,
+      // The weld's current version, so a client can tell how far behind it is.
+      extensions: { version: jsonDetail(e).version },
+    }),
+  // permission denied: the caller's role lacks the privilege
+  '42501': () =>
+    new HttpProblem(403, {
+      type: '/problems/role-not-allowed',
+      title: 'Role not allowed',
+      detail: 'Your role may not do this.',
+    }),
+  // unique_violation
+  '23505': (e, naming) => {
+    const fields = constraintFields(e, naming);
+    return new HttpProblem(409, {
+      type: '/problems/conflict',
+      title: 'Conflict',
+      detail:
+        fields.length === 0
+          ? 'Another record already has this key.'
+          : `Another record already has this ${listed(fields)}.`,
+      extensions: {
+        errors: fields.map((f) => ({ pointer: `/${f}`, detail: 'is already in use' })),
+      },
+    });
+  },
+  // foreign_key_violation: a reference to nothing (or to another tenant's row, which is
+  // invisible), or a delete of something still referenced
+  '23503': (e, naming) => {
+    const fields = constraintFields(e, naming);
+    if (/^update or delete on table/.test(e.message)) {
+      return invalid(
+        `It is still referenced by ${e.table ?? 'another table'}${fields.length ? ` (${listed(fields)})` : ''}; remove or change those first.`,
+        [{ detail: 'is still referenced' }],
+      );
+    }
+    return invalid(
+      fields.length ? `${listed(fields)}: no such record.` : 'A reference points at no record.',
+      fields.map((f) => ({ pointer: `/${f}`, detail: 'refers to no record' })),
+    );
+  },
+  // check_violation: the field(s) the CHECK reads
+  '23514': (e, naming) => {
+    const fields = constraintFields(e, naming);
+    const rule = e.constraint ? ` (${e.constraint})` : '';
+    return invalid(
+      fields.length
+        ? `${listed(fields)}: not an allowed value${rule}.`
+        : `A value is not allowed${rule}.`,
+      fields.map((f) => ({ pointer: `/${f}`, detail: `not an allowed value${rule}` })),
+    );
+  },
+  // not_null_violation
+  '23502': (e, naming) => {
+    const field = e.column ? naming.field(e.column) : undefined;
+    return invalid(
+      field ? `${field}: is required.` : 'A required value is missing.',
+      field ? [{ pointer: `/${field}`, detail: 'is required' }] : [{ detail: 'is required' }],
+    );
+  },
+  // invalid_text_representation (e.g. "abc" for a number): the message quotes the caller's own
+  // value and its type
+  '22P02': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
+  // invalid_parameter_value, raised by change_weld_status() for an NDT record that does not
+  // cover the weld
+  '22023': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
+  // query_canceled: statement_timeout
+  '57014': () =>
+    new HttpProblem(503, {
+      type: '/problems/timeout',
+      title: 'Timed out',
+      detail: 'The request took too long and was cancelled.',
+    }),
+};
 
 /** Connection-level failures: the database is down, restarting, full or refusing us. */
 const UNAVAILABLE_SQLSTATES = new Set([
@@ -178,11 +296,28 @@ export function toProblem(error: unknown): HttpProblem {
     case 'request.size.invalid':
       return new HttpProblem(400, { detail: 'The request body was incomplete.' });
   }
+  return (
+    databaseProblem(error) ??
+    new HttpProblem(500, { detail: 'An unexpected error occurred; it has been logged.' })
+  );
+}
+
+/**
+ * The problem a database error stands for: the database being unavailable, or a refusal the
+ * SQLSTATE table maps. Undefined for anything else, which is unexpected: a bug to log, not to
+ * explain to the client.
+ */
+export function databaseProblem(
+  error: unknown,
+  naming: ColumnNaming = REST_NAMING,
+): HttpProblem | undefined {
   if (isDatabaseUnavailable(error)) return problems.databaseUnavailable();
-  const code = (error as { code?: unknown }).code;
-  const mapped = typeof code === 'string' ? SQLSTATE_PROBLEMS[code] : undefined;
-  if (mapped) return mapped(error as { message: string; detail?: string });
-  return new HttpProblem(500, { detail: 'An unexpected error occurred; it has been logged.' });
+  const code = (error as { code?: unknown } | null)?.code;
+  const mapped =
+    typeof code === 'string' && Object.hasOwn(SQLSTATE_PROBLEMS, code)
+      ? SQLSTATE_PROBLEMS[code]
+      : undefined;
+  return mapped?.(error as DatabaseError, naming);
 }
 
 /**

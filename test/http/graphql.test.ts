@@ -1,13 +1,21 @@
 // GraphQL for analysts over real HTTP: the same identity and row security as REST, the limits,
-// and the README's three analyst queries.
+// the README's three analyst queries, the database's refusals as clear errors, and the log of
+// the errors it hides. The cost budget has its own file (graphql-cost.test.ts).
 import test, { type ExecutionContext } from 'ava';
+import { pino } from 'pino';
 import { addTenant } from '../../db/tenants.ts';
-import { seedTenant } from '../../db/seed.ts';
+import { GraphQLError, parse, Source } from 'postgraphile/graphql';
+import {
+  GraphqlColumnNaming,
+  makeMaskError,
+  withGraphqlLogger,
+} from '../../server/graphql-errors.ts';
+import { seedTenant } from '../../db/seed/index.ts';
 import { addRoleUsers, cookieHeader, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request } from '../helpers/http.ts';
-import { startServer } from '../helpers/server.ts';
+import { spawnServer, startServer } from '../helpers/server.ts';
 
 const A = 'a.test';
 const B = 'b.test';
@@ -91,6 +99,9 @@ test('an analyst (viewer) cannot mutate through GraphQL; an inspector can change
   for (const mutation of attempts) {
     const res = await gql(viewer, mutation);
     t.true(Array.isArray(res.json.errors) && res.json.errors.length > 0, mutation);
+    // The database's refusal, said plainly, with the type REST gives it.
+    t.is(res.json.errors[0].extensions.code, '/problems/role-not-allowed', mutation);
+    t.regex(res.json.errors[0].message, /role|needs the inspector/, mutation);
   }
   t.deepEqual(
     (await owner.query('select count(*)::int as n from weld_public.isos')).rows,
@@ -211,4 +222,287 @@ test("the README's analyst queries run: status per ISO, repair rate per welder, 
   t.is(isos.length, 12);
   t.true(isos.every((i) => i.radiographed.totalCount <= i.buttWelds.totalCount));
   t.true(isos.some((i) => i.radiographed.totalCount > 0));
+});
+
+test("the database's refusals reach GraphQL as clear errors carrying REST's problem type", async (t) => {
+  const { owner, token, gql } = await setup(t);
+  const viewer = await token('viewer');
+  const inspector = await token('inspector');
+  const engineer = await token('engineer');
+  const weldIn = async (status: string) =>
+    (
+      await owner.query<{ id: string; version: number }>(
+        `select w.id, w.version from weld_public.welds w join weld_public.tenants t on t.id = w.tenant_id
+          where t.slug = 'alpha' and w.status = $1 order by w.id limit 1`,
+        [status],
+      )
+    ).rows[0]!;
+  const error = async (bearer: string, query: string, variables?: object) => {
+    const res = await gql(bearer, query, variables);
+    t.is(res.status, 200, query);
+    t.is(res.json.errors?.length, 1, JSON.stringify(res.json));
+    return res.json.errors[0];
+  };
+  const change = (input: string) =>
+    `mutation { changeWeldStatus(input: { ${input} }) { result { status version } } }`;
+
+  // 42501: a viewer has no INSERT on isos.
+  t.like(
+    await error(
+      viewer,
+      'mutation { createIso(input: { iso: { isoNumber: "X-1", lineNumber: "L" } }) { iso { rowId } } }',
+    ),
+    {
+      message: 'Your role may not do this.',
+      path: ['createIso'],
+      extensions: { code: '/problems/role-not-allowed', status: 403 },
+    },
+  );
+
+  // 23505: the ISO number is taken (within the caller's tenant: keys lead with tenant_id).
+  const taken = (
+    await owner.query<{ iso_number: string }>(
+      `select i.iso_number from weld_public.isos i join weld_public.tenants t on t.id = i.tenant_id
+        where t.slug = 'alpha' limit 1`,
+    )
+  ).rows[0]!.iso_number;
+  const createIso = (fields: string) =>
+    `mutation { createIso(input: { iso: { ${fields} } }) { iso { rowId isoNumber } } }`;
+  t.like(await error(engineer, createIso(`isoNumber: "${taken}", lineNumber: "L-9"`)), {
+    message: 'Another record already has this isoNumber.',
+    extensions: {
+      code: '/problems/conflict',
+      status: 409,
+      errors: [{ pointer: '/isoNumber', detail: 'is already in use' }],
+    },
+  });
+  // ...and the same number in the other tenant is no conflict.
+  const bravo = await gql(
+    await token('engineer', B),
+    createIso(`isoNumber: "${taken}", lineNumber: "L-9"`),
+    undefined,
+    B,
+  );
+  t.is(bravo.json.errors, undefined, JSON.stringify(bravo.json.errors));
+
+  // 23514, 23502, 23503, 22P02: validation-failed, naming the field as GraphQL spells it.
+  t.like(await error(engineer, createIso('isoNumber: "X-2", lineNumber: "L", rtPercent: "150"')), {
+    message: 'rtPercent: not an allowed value (isos_rt_percent_check).',
+    extensions: {
+      code: '/problems/validation-failed',
+      status: 422,
+      errors: [{ pointer: '/rtPercent' }],
+    },
+  });
+  t.like(await error(engineer, createIso('isoNumber: "X-3", lineNumber: "L", revision: null')), {
+    message: 'revision: is required.',
+    extensions: { code: '/problems/validation-failed', errors: [{ pointer: '/revision' }] },
+  });
+  const missingIso = '00000000-0000-4000-8000-000000000000';
+  t.like(
+    await error(
+      engineer,
+      `mutation { createWeld(input: { weld: { isoId: "${missingIso}", weldNumber: "W-X", type: "BW", size: "4" } }) { weld { rowId } } }`,
+    ),
+    {
+      message: 'isoId: no such record.',
+      extensions: { code: '/problems/validation-failed', errors: [{ pointer: '/isoId' }] },
+    },
+  );
+  t.like(await error(viewer, '{ allWelds(filter: { size: { equalTo: "abc" } }) { totalCount } }'), {
+    message: 'invalid input syntax for type numeric: "abc".',
+    extensions: { code: '/problems/validation-failed' },
+  });
+
+  // The connection filter refuses some inputs itself: they are the client's to fix, not hidden.
+  t.like(
+    await error(viewer, '{ allWelds(first: 1, filter: { status: {} }) { nodes { rowId } } }'),
+    {
+      message: 'Empty objects are forbidden in filter argument input.',
+      extensions: { code: '/problems/validation-failed', status: 422 },
+    },
+  );
+
+  // The lifecycle function's own refusals, with allowed and version where REST gives them.
+  const pending = await weldIn('PENDING');
+  const refusedTransition = await error(
+    inspector,
+    change(`weldId: "${pending.id}", newStatus: REPAIR`),
+  );
+  t.like(refusedTransition, {
+    message: 'a weld cannot go from PENDING to REPAIR.',
+    extensions: { code: '/problems/transition-not-allowed', status: 409 },
+  });
+  t.deepEqual(refusedTransition.extensions.allowed, ['ACCEPTED', 'REJECTED', 'VOIDED']);
+  t.like(
+    await error(inspector, change(`weldId: "${pending.id}", newStatus: VOIDED, reason: "cut out"`)),
+    {
+      message: 'going from PENDING to VOIDED needs the engineer role.',
+      extensions: { code: '/problems/role-not-allowed', status: 403 },
+    },
+  );
+  t.like(await error(engineer, change(`weldId: "${pending.id}", newStatus: VOIDED`)), {
+    message: 'going from PENDING to VOIDED needs a reason.',
+    extensions: { code: '/problems/reason-required', status: 422 },
+  });
+  t.like(
+    await error(
+      inspector,
+      change(
+        `weldId: "${pending.id}", newStatus: ACCEPTED, expectedVersion: ${pending.version + 5}`,
+      ),
+    ),
+    {
+      message: `The weld has changed since that version (weld ${pending.id} is at version ${pending.version}, not ${pending.version + 5}); read it again.`,
+      extensions: { code: '/problems/stale-version', status: 412, version: pending.version },
+    },
+  );
+  // Nothing changed, and a correct request still goes through.
+  const ok = await gql(
+    inspector,
+    change(`weldId: "${pending.id}", newStatus: ACCEPTED, expectedVersion: ${pending.version}`),
+  );
+  t.deepEqual(ok.json, {
+    data: { changeWeldStatus: { result: { status: 'ACCEPTED', version: pending.version + 1 } } },
+  });
+});
+
+test('an unexpected error: the client gets a masked message with an id, the log one JSON line with it', async (t) => {
+  const { rootUrl, target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await addTenant(owner, { slug: 'logs', origins: ['http://logs.test'] });
+  await addRoleUsers(owner, 'logs');
+  // A report that fails in a way no mapping covers (SQLSTATE XX001, data_corrupted).
+  await owner.query(`
+    create function weld_public.broken_report(label text) returns integer
+      language plpgsql stable as $$
+      begin
+        raise exception 'the report broke' using errcode = 'XX001';
+      end $$;
+    grant execute on function weld_public.broken_report(text) to weld_viewer`);
+
+  const server = await spawnServer(t, { DATABASE_URL: rootUrl });
+  const viewer = (await login(server.port, 'logs.test', 'viewer')).json.accessToken as string;
+  const secret = 'variable-value-4f1c9e';
+  const res = await request(server.port, {
+    method: 'POST',
+    path: '/graphql',
+    host: 'logs.test',
+    body: {
+      query: 'query Marker_7d2a($label: String) { broken_alias_7d2a: brokenReport(label: $label) }',
+      variables: { label: secret },
+    },
+    headers: { authorization: `Bearer ${viewer}` },
+  });
+  t.is(res.status, 200);
+  const [hidden] = res.json.errors;
+  const match = /^An error occurred \(logged with hash: '([^']+)', id: '([^']+)'\)$/.exec(
+    hidden.message,
+  );
+  t.truthy(match, hidden.message);
+  t.deepEqual(hidden.extensions, { errorId: match![2] });
+  t.false(res.text.includes(secret), 'nothing of the database error reaches the client');
+
+  // The request's log line comes when the response has closed; wait for it.
+  const deadline = Date.now() + 5000;
+  while (
+    !/"msg":"request"[^\n]*"path":"\/graphql"/.test(server.output()) &&
+    Date.now() < deadline
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  t.is(await server.stop(), 0);
+
+  const lines = server
+    .output()
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  const entries = lines.map((line) => {
+    try {
+      return JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      t.fail(`not a JSON log line: ${line}`);
+      return {};
+    }
+  });
+  const logged = entries.filter((e) => e.errorId === match![2]);
+  t.is(logged.length, 1, 'one line, at info level the document is not logged');
+  t.like(logged[0], {
+    level: 50,
+    hash: match![1],
+    path: ['broken_alias_7d2a'],
+    msg: 'GraphQL error hidden from the client',
+    error: { type: 'DatabaseError', code: 'XX001', message: 'the report broke' },
+  });
+  // The request's own line carries the same request id.
+  const requestLine = entries.find((e) => e.msg === 'request' && e.path === '/graphql');
+  t.is(requestLine?.reqId, logged[0]!.reqId);
+  // Variables never reach the log; the document only at debug level.
+  t.false(server.output().includes(secret), 'no variable value in the log');
+  t.false(server.output().includes('Marker_7d2a'), 'no document at info level');
+});
+
+test("what PostGraphile prints while serving goes to the request's logger as one JSON line", (t) => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(line) });
+  const printed = withGraphqlLogger(logger, () => {
+    console.error('Error occurred during query planning: \n%s', new Error('multi\nline').stack);
+    console.log('Planning took %dms', 12);
+    return lines.length;
+  });
+  t.is(printed, 2);
+  t.true(lines.every((line) => line.endsWith('\n') && !line.slice(0, -1).includes('\n')));
+  const [error, info] = lines.map((line) => JSON.parse(line));
+  t.like(error, { level: 50, component: 'postgraphile' });
+  t.regex(error.msg, /^Error occurred during query planning: \nError: multi\nline\n {4}at /);
+  t.like(info, { level: 30, component: 'postgraphile', msg: 'Planning took 12ms' });
+  // Outside GraphQL work, the console is the console.
+  const original = process.stdout.write.bind(process.stdout);
+  let written = '';
+  process.stdout.write = (chunk: string | Uint8Array) => {
+    written += String(chunk);
+    return true;
+  };
+  try {
+    console.log('plain');
+  } finally {
+    process.stdout.write = original;
+  }
+  t.is(written, 'plain\n');
+  t.is(lines.length, 2);
+});
+
+test('a hidden error is one line at info; the document only at debug, never the variables', (t) => {
+  const source = new Source('query Report($token: String) { brokenReport(label: $token) }');
+  const field = parse(source).definitions[0]!;
+  const failure = Object.assign(new Error('the report broke'), { code: 'XX001' });
+  const hide = (level: string) => {
+    const lines: string[] = [];
+    const logger = pino({ level }, { write: (line: string) => lines.push(line) });
+    const error = new GraphQLError(failure.message, {
+      nodes: [field],
+      source,
+      path: ['brokenReport'],
+      originalError: failure,
+    });
+    const masked = makeMaskError(new GraphqlColumnNaming(), logger)(error) as GraphQLError;
+    return { masked, entries: lines.map((line) => JSON.parse(line)) };
+  };
+  const info = hide('info');
+  t.regex(info.masked.message, /^An error occurred \(logged with hash: '[\w-]+', id: '[\w-]+'\)$/);
+  t.deepEqual(info.masked.path, ['brokenReport']);
+  t.is(info.entries.length, 1);
+  t.is(info.entries[0].errorId, info.masked.extensions.errorId);
+  t.false(JSON.stringify(info.entries).includes('query Report'));
+  const debug = hide('debug');
+  t.is(debug.entries.length, 2);
+  t.like(debug.entries[1], {
+    level: 20,
+    errorId: debug.masked.extensions.errorId,
+    query: source.body,
+  });
+  // One fault, one hash: it groups occurrences, the id tells them apart.
+  t.is(info.entries[0].hash, debug.entries[0].hash);
+  t.not(info.entries[0].errorId, debug.entries[0].errorId);
 });

@@ -1,0 +1,323 @@
+// What a GraphQL request may cost, decided before it runs, on the document as GraphQL will execute
+// it: the operation that runs, fragments (named and inline) inlined, @skip/@include applied,
+// variables coerced with their defaults, fields that share a response key merged (GraphQL runs
+// them once) and aliases counted apart (GraphQL runs each one).
+//
+// The cost is the number of values the response can hold, at most:
+//   - every field costs 1 for each object it is selected on;
+//   - a connection's `nodes` and `edges` repeat what is under them `first` (or `last`) times, and
+//     those two need first or last from 1 to 500: a connection that returns rows without a page
+//     size is refused, naming the field;
+//   - other lists of objects (groupedAggregates) count as PAGE_SIZE.max (500) entries;
+//   - totalCount, aggregates and groupedAggregates read every matching row, not a page: each
+//     costs SCAN_WEIGHT (50) instead of 1;
+//   - introspection (__schema, __type) costs 1: it reads the schema, not the database.
+// So a page multiplies everything under it, and nesting multiplies pages: 500 welds, each with
+// its ISO's 500 welds, is 250,000 values, however the document spells it.
+//
+// Documents that do not parse or validate are not ours to judge: grafserv answers them with its
+// usual GraphQL errors. A query over the depth limit or without a page size is 400
+// /problems/query-too-large; one over the budget is 400 /problems/query-too-costly.
+import { depthLimit } from '@graphile/depth-limit';
+import {
+  getArgumentValues,
+  getDirectiveValues,
+  getNamedType,
+  getNullableType,
+  getOperationAST,
+  getVariableValues,
+  GraphQLIncludeDirective,
+  GraphQLObjectType,
+  GraphQLSkipDirective,
+  isAbstractType,
+  isLeafType,
+  isListType,
+  isObjectType,
+  Kind,
+  parse,
+  typeFromAST,
+  validate,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLCompositeType,
+  type GraphQLField,
+  type GraphQLSchema,
+  type NamedTypeNode,
+  type OperationDefinitionNode,
+  type SelectionNode,
+  type SelectionSetNode,
+} from 'postgraphile/graphql';
+import { PAGE_SIZE } from '../db/vocabulary.ts';
+import { HttpProblem } from './http/problem.ts';
+
+export const DEPTH = { maxDepth: 10, maxListDepth: 4 };
+/** What totalCount, aggregates and groupedAggregates cost: they scan the rows, not a page. */
+export const SCAN_WEIGHT = 50;
+/** Fields of a connection that read every matching row. */
+const SCANNING_FIELDS = new Set(['totalCount', 'aggregates', 'groupedAggregates']);
+/** Fields of a connection that return its rows, one page of them. */
+const ROW_FIELDS = new Set(['nodes', 'edges']);
+/** A walk deeper than this is a fragment cycle (validation rejects those first; this is a guard). */
+const MAX_NESTING = 64;
+
+export interface GraphqlRequestBody {
+  query?: unknown;
+  variables?: unknown;
+  operationName?: unknown;
+}
+
+export function tooLarge(detail: string): HttpProblem {
+  return new HttpProblem(400, {
+    type: '/problems/query-too-large',
+    title: 'Query too large',
+    detail,
+  });
+}
+
+export function tooCostly(cost: number, budget: number): HttpProblem {
+  return new HttpProblem(400, {
+    type: '/problems/query-too-costly',
+    title: 'Query too costly',
+    detail:
+      `The query costs ${cost} and the budget is ${budget}: each field counts once per object it ` +
+      'is selected on, and page sizes multiply what is under them. Ask for smaller pages ' +
+      '(first/last), fewer aliases or less nesting.',
+    extensions: { cost, budget },
+  });
+}
+
+/**
+ * Checks a POST /graphql body against the depth limit, the page-size rule and the budget; throws
+ * the HttpProblem that refuses it. Returns the cost of what will run, or undefined when GraphQL
+ * itself will refuse the request (syntax, validation, unknown operation, bad variables).
+ */
+export function checkGraphqlRequest(
+  schema: GraphQLSchema,
+  body: GraphqlRequestBody | undefined,
+  budget: number,
+): number | undefined {
+  if (typeof body?.query !== 'string') return undefined;
+  let document: DocumentNode;
+  try {
+    document = parse(body.query);
+  } catch {
+    return undefined;
+  }
+  if (validate(schema, document).length > 0) return undefined;
+  const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
+  if (depthErrors.length > 0) throw tooLarge(depthErrors[0]!.message);
+
+  const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
+  const operation = getOperationAST(document, operationName);
+  if (!operation) return undefined;
+  const inputs = body.variables ?? {};
+  if (typeof inputs !== 'object' || Array.isArray(inputs)) return undefined;
+  const coerced = getVariableValues(
+    schema,
+    operation.variableDefinitions ?? [],
+    inputs as Record<string, unknown>,
+  );
+  if (coerced.errors) return undefined;
+
+  const cost = operationCost(schema, document, operation, coerced.coerced);
+  if (cost > budget) throw tooCostly(cost, budget);
+  return cost;
+}
+
+/**
+ * The cost of one operation of a valid document, with its variables already coerced. Throws
+ * /problems/query-too-large for a connection that returns rows without a page size from 1 to 500.
+ */
+export function operationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown>,
+): number {
+  const root = schema.getRootType(operation.operation);
+  if (!root) return 0;
+  const fragments = new Map(
+    document.definitions
+      .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
+      .map((d) => [d.name.value, d]),
+  );
+  return new CostWalk(schema, fragments, variables).objectCost(
+    root,
+    [operation.selectionSet],
+    [],
+    undefined,
+  );
+}
+
+/**
+ * One walk over an operation. Costs are per object: a field's cost is multiplied by how many
+ * values its parent yields. Results are memoised per (type, page size, selection sets), so a
+ * fragment reused under many aliases is costed once, not once per expansion.
+ */
+class CostWalk {
+  private readonly memo = new Map<string, number>();
+  private readonly ids = new Map<SelectionSetNode, number>();
+  private readonly schema: GraphQLSchema;
+  private readonly fragments: Map<string, FragmentDefinitionNode>;
+  private readonly variables: Record<string, unknown>;
+
+  constructor(
+    schema: GraphQLSchema,
+    fragments: Map<string, FragmentDefinitionNode>,
+    variables: Record<string, unknown>,
+  ) {
+    this.schema = schema;
+    this.fragments = fragments;
+    this.variables = variables;
+  }
+
+  /** Per value of `type`: an interface or union costs what its costliest member would. */
+  selectionCost(
+    type: GraphQLCompositeType,
+    sets: SelectionSetNode[],
+    path: string[],
+    page: number | undefined,
+  ): number {
+    const candidates = isAbstractType(type) ? this.schema.getPossibleTypes(type) : [type];
+    return Math.max(0, ...candidates.map((object) => this.objectCost(object, sets, path, page)));
+  }
+
+  /**
+   * The fields selected on one object of `object`; `page` is the page size when `object` is a
+   * connection (what its nodes and edges repeat).
+   */
+  objectCost(
+    object: GraphQLObjectType,
+    sets: SelectionSetNode[],
+    path: string[],
+    page: number | undefined,
+  ): number {
+    if (path.length > MAX_NESTING) throw tooLarge('The query nests too deep (a fragment cycle?).');
+    const key = `${object.name}|${page}|${sets.map((set) => this.id(set)).join(',')}`;
+    const known = this.memo.get(key);
+    if (known !== undefined) return known;
+    let cost = 0;
+    for (const [responseKey, nodes] of this.collectFields(object, sets)) {
+      cost += this.fieldCost(object, nodes, [...path, responseKey], page);
+    }
+    this.memo.set(key, cost);
+    return cost;
+  }
+
+  /** One response key on one object: the field, and what its value(s) select. */
+  private fieldCost(
+    parent: GraphQLObjectType,
+    nodes: FieldNode[],
+    path: string[],
+    page: number | undefined,
+  ): number {
+    const name = nodes[0]!.name.value;
+    // __typename is a constant; introspection reads the schema, never the database.
+    if (name.startsWith('__')) return 1;
+    const field = parent.getFields()[name]!;
+    const type = getNamedType(field.type);
+    const self = isConnection(parent) && SCANNING_FIELDS.has(name) ? SCAN_WEIGHT : 1;
+    if (isLeafType(type)) return self;
+
+    const sets = nodes.flatMap((node) => (node.selectionSet ? [node.selectionSet] : []));
+    let values = 1;
+    if (isListType(getNullableType(field.type))) {
+      values = isConnection(parent) && ROW_FIELDS.has(name) ? (page ?? 0) : PAGE_SIZE.max;
+    }
+    const childPage =
+      isObjectType(type) && isConnection(type)
+        ? this.pageSize(field, type, nodes[0]!, sets, path)
+        : undefined;
+    return self + values * this.selectionCost(type as GraphQLCompositeType, sets, path, childPage);
+  }
+
+  /**
+   * The page size of a connection field: first or last (the smaller when both are given). Only
+   * a connection that returns rows needs one, from 1 to PAGE_SIZE.max.
+   */
+  private pageSize(
+    field: GraphQLField<unknown, unknown>,
+    connection: GraphQLObjectType,
+    node: FieldNode,
+    sets: SelectionSetNode[],
+    path: string[],
+  ): number | undefined {
+    const selected = [...this.collectFields(connection, sets).values()];
+    const readsRows = selected.some((nodes) => ROW_FIELDS.has(nodes[0]!.name.value));
+    if (!readsRows) return undefined;
+    const args = getArgumentValues(field, node, this.variables);
+    const sizes = [args.first, args.last].filter((size) => size !== undefined && size !== null);
+    const valid = (size: unknown) =>
+      typeof size === 'number' && Number.isInteger(size) && size >= 1 && size <= PAGE_SIZE.max;
+    if (sizes.length === 0 || !sizes.every(valid)) {
+      throw tooLarge(
+        `${path.join('.')}: give first or last, from 1 to ${PAGE_SIZE.max}, to read its nodes or edges.`,
+      );
+    }
+    return Math.min(...(sizes as number[]));
+  }
+
+  /**
+   * GraphQL's CollectFields: the fields these selection sets select on an object of `object`,
+   * by response key, with fragments inlined where their type condition applies and @skip /
+   * @include honoured. Each named fragment is expanded once per call, as GraphQL does.
+   */
+  private collectFields(
+    object: GraphQLObjectType,
+    sets: SelectionSetNode[],
+  ): Map<string, FieldNode[]> {
+    const fields = new Map<string, FieldNode[]>();
+    const expanded = new Set<string>();
+    const visit = (set: SelectionSetNode) => {
+      for (const selection of set.selections) {
+        if (!this.included(selection)) continue;
+        switch (selection.kind) {
+          case Kind.FIELD: {
+            const key = selection.alias?.value ?? selection.name.value;
+            fields.set(key, [...(fields.get(key) ?? []), selection]);
+            break;
+          }
+          case Kind.INLINE_FRAGMENT:
+            if (this.applies(selection.typeCondition, object)) visit(selection.selectionSet);
+            break;
+          case Kind.FRAGMENT_SPREAD: {
+            const name = selection.name.value;
+            const fragment = this.fragments.get(name);
+            if (expanded.has(name) || !fragment) break;
+            expanded.add(name);
+            if (this.applies(fragment.typeCondition, object)) visit(fragment.selectionSet);
+            break;
+          }
+        }
+      }
+    };
+    for (const set of sets) visit(set);
+    return fields;
+  }
+
+  private included(selection: SelectionNode): boolean {
+    const skip = getDirectiveValues(GraphQLSkipDirective, selection, this.variables);
+    const include = getDirectiveValues(GraphQLIncludeDirective, selection, this.variables);
+    return skip?.if !== true && include?.if !== false;
+  }
+
+  private applies(condition: NamedTypeNode | undefined, object: GraphQLObjectType): boolean {
+    if (!condition) return true;
+    const type = typeFromAST(this.schema, condition);
+    if (!type) return false;
+    if (type === object) return true;
+    return isAbstractType(type) && this.schema.isSubType(type, object);
+  }
+
+  private id(set: SelectionSetNode): number {
+    let id = this.ids.get(set);
+    if (id === undefined) this.ids.set(set, (id = this.ids.size));
+    return id;
+  }
+}
+
+/** PostGraphile's connection types: XyzConnection { nodes, edges, pageInfo, totalCount, ... }. */
+function isConnection(type: GraphQLObjectType): boolean {
+  return type.name.endsWith('Connection') && 'pageInfo' in type.getFields();
+}

@@ -1,0 +1,361 @@
+// What a GraphQL query may cost (server/graphql-cost.ts): the numbers the rules give by hand, the
+// ways a document used to slip past the page-size check (fragments, variables), aliases and
+// nesting multiplied, the budget's edge, and the process's GRAPHQL_MAX_COST and
+// GRAPHQL_STATEMENT_TIMEOUT_MS.
+import test, { type ExecutionContext } from 'ava';
+import { parse, type GraphQLSchema, type OperationDefinitionNode } from 'postgraphile/graphql';
+import { addTenant } from '../../db/tenants.ts';
+import { seedTenant } from '../../db/seed/index.ts';
+import { ConfigError } from '../../db/config.ts';
+import { GRAPHQL_DEFAULTS, loadConfig } from '../../server/config.ts';
+import { checkGraphqlRequest, operationCost, SCAN_WEIGHT } from '../../server/graphql-cost.ts';
+import { createGraphql } from '../../server/graphql.ts';
+import { createPool } from '../../db/database.ts';
+import { addRoleUsers, login } from '../helpers/auth.ts';
+import { migratedDatabase } from '../helpers/database.ts';
+import { ownerClient } from '../helpers/fixtures.ts';
+import { request } from '../helpers/http.ts';
+import { spawnServer, startServer } from '../helpers/server.ts';
+
+const HOST = 'cost.test';
+const BUDGET = GRAPHQL_DEFAULTS.maxCost;
+const cleanups: Array<() => unknown> = [];
+const teardown = { teardown: (fn: () => unknown) => cleanups.push(fn) };
+let schema: GraphQLSchema;
+let gql: (query: string, variables?: object) => ReturnType<typeof request>;
+
+test.before(async () => {
+  const { target } = await migratedDatabase(teardown);
+  const owner = await ownerClient(target);
+  cleanups.push(() => owner.end());
+  await addTenant(owner, { slug: 'cost', origins: [`http://${HOST}`] });
+  await addRoleUsers(owner, 'cost');
+  await owner.query('begin');
+  await seedTenant(owner, 'cost', { isos: 12, weldsPerIso: 25, seed: 3 });
+  await owner.query('commit');
+
+  // startServer only needs teardown of its context; the server lives as long as this file.
+  const { port } = await startServer(teardown as unknown as ExecutionContext, target);
+  const token = (await login(port, HOST, 'viewer')).json.accessToken as string;
+  gql = (query, variables) =>
+    request(port, {
+      method: 'POST',
+      path: '/graphql',
+      host: HOST,
+      body: { query, variables },
+      headers: { authorization: `Bearer ${token}` },
+    });
+
+  // The schema the server serves, for costing documents without running them.
+  const pool = createPool(target.authenticatorUrl, { max: 2, onError: () => {} });
+  const graphql = createGraphql(pool);
+  cleanups.push(async () => {
+    await graphql.release();
+    await pool.end();
+  });
+  schema = await graphql.schema();
+});
+
+test.after.always(async () => {
+  for (const fn of cleanups.reverse()) await fn();
+});
+
+/** The cost of a document (its only operation), or the problem that refuses it. */
+const cost = (query: string, variables: Record<string, unknown> = {}) =>
+  checkGraphqlRequest(schema, { query, variables }, Number.MAX_VALUE);
+
+const README_QUERIES = {
+  byIso: `{ allWelds { groupedAggregates(groupBy: [ISO_ID, STATUS]) { keys distinctCount { rowId } } } }`,
+  repair: `{
+    examined: allWelds(filter: { status: { notIn: [PENDING, VOIDED] } }) {
+      groupedAggregates(groupBy: WELDER_ID) { keys distinctCount { rowId } } }
+    repaired: allWelds(filter: { repairCycle: { greaterThan: 0 } }) {
+      groupedAggregates(groupBy: WELDER_ID) { keys distinctCount { rowId } } } }`,
+  coverage: `{
+    allIsos(first: 500, orderBy: LINE_NUMBER_ASC) { nodes { lineNumber isoNumber rtPercent
+      buttWelds: welds(filter: { type: { in: ["BW", "TW"] }, status: { notEqualTo: VOIDED } }) { totalCount }
+      radiographed: welds(filter: { type: { in: ["BW", "TW"] }, status: { notEqualTo: VOIDED }, ndtRecordWeldsExist: true }) { totalCount } } } }`,
+};
+
+/** 60 aliases of 500 welds, each with its ISO's 500 welds. */
+const SIXTY_ALIASES = `{ ${Array.from(
+  { length: 60 },
+  (_, i) =>
+    `a${i}: allWelds(first: 500) { nodes { iso { welds(first: 500) { nodes { rowId } } } } }`,
+).join(' ')} }`;
+
+test('the cost of a query is the number the rules give by hand', (t) => {
+  t.is(SCAN_WEIGHT, 50);
+  t.is(
+    cost(`{
+      allIsos(first: 10) {
+        totalCount
+        nodes {
+          isoNumber
+          welds(first: 20) { nodes { rowId status } }
+        }
+      } }`),
+    // allIsos 1 + totalCount 50 + nodes 1 + 10 ISOs x (isoNumber 1 + welds 1 + nodes 1
+    // + 20 welds x 2 fields)
+    1 + 50 + 1 + 10 * (1 + 1 + 1 + 20 * 2),
+  );
+  // edges: the edge, its cursor and its node per row; pageInfo is one object.
+  t.is(
+    cost('{ allWelds(last: 30) { edges { cursor node { rowId } } pageInfo { hasNextPage } } }'),
+    1 + 1 + 30 * (1 + 1 + 1) + 1 + 1,
+  );
+  // groupedAggregates: a scan, and its groups counted as a full page (500).
+  t.is(cost(README_QUERIES.byIso), 1 + SCAN_WEIGHT + 500 * 3);
+  t.is(cost(README_QUERIES.repair), 2 * (1 + SCAN_WEIGHT + 500 * 3));
+  t.is(cost(README_QUERIES.coverage), 1 + 1 + 500 * (3 + 2 * (1 + SCAN_WEIGHT)));
+  for (const query of Object.values(README_QUERIES)) t.true(cost(query)! <= BUDGET / 1.9);
+  // An interface costs what its costliest member would; introspection costs 1.
+  t.is(
+    cost(`{ node(id: "x") { id ... on Weld { iso { welds(first: 5) { nodes { rowId } } } }
+      ... on Iso { isoNumber } } __schema { types { name fields { name } } } }`),
+    1 + (1 + 1 + 1 + 1 + 5) + 1,
+  );
+});
+
+test('fragments are inlined, aliases count apart, fields of one response key once', (t) => {
+  const plain = cost('{ allWelds(first: 100) { nodes { rowId status } } }');
+  t.is(plain, 1 + 1 + 100 * 2);
+  t.is(
+    cost(`{ allWelds(first: 100) { ...Rows } }
+      fragment Rows on WeldConnection { ...Ids ... on WeldConnection { nodes { status } } }
+      fragment Ids on WeldConnection { nodes { rowId } }`),
+    plain,
+    'named and inline fragments, one spreading another',
+  );
+  t.is(
+    cost(
+      '{ allWelds(first: 100) { nodes { rowId } nodes { rowId status } ...F ...F } } ' +
+        'fragment F on WeldConnection { nodes { status } }',
+    ),
+    plain,
+    'GraphQL merges fields of one response key and runs them once',
+  );
+  t.is(
+    cost(
+      '{ a: allWelds(first: 100) { nodes { rowId status } } b: allWelds(first: 100) { nodes { rowId status } } }',
+    ),
+    2 * plain!,
+    'each alias runs',
+  );
+  t.is(cost(SIXTY_ALIASES), 60 * (1 + 1 + 500 * (1 + 1 + 1 + 500)));
+});
+
+test('variables: given, defaulted, and in @skip / @include', (t) => {
+  const page = 'query ($n: Int = 300) { allWelds(first: $n) { nodes { rowId } } }';
+  t.is(cost(page), 1 + 1 + 300);
+  t.is(cost(page, { n: 7 }), 1 + 1 + 7);
+  const skip =
+    'query ($s: Boolean!) { allWelds(first: 10) { nodes { rowId status @skip(if: $s) } } }';
+  t.is(cost(skip, { s: true }), 1 + 1 + 10);
+  t.is(cost(skip, { s: false }), 1 + 1 + 20);
+  t.is(
+    cost(
+      'query ($i: Boolean = false) { allWelds(first: 10) @include(if: $i) { nodes { rowId } } }',
+    ),
+    0,
+  );
+  // What GraphQL itself refuses is left to it: bad variables, unknown operations, invalid fields.
+  t.is(cost(page, { n: 'many' }), undefined);
+  t.is(checkGraphqlRequest(schema, { query: page, operationName: 'Other' }, 1), undefined);
+  t.is(cost('{ allWelds(first: 1) { nodes { noSuchField } } }'), undefined);
+  t.is(cost('{ allWelds(first: 1) { '), undefined);
+});
+
+test('the walk is linear in the document: a fragment reused under many aliases is costed once', (t) => {
+  // Each level spreads the next under 20 aliases, 9 levels deep: 20^9 (5e11) fields if expanded.
+  const levels = Array.from({ length: 9 }, (_, k) => {
+    const inner = k === 8 ? '__typename' : `...L${k + 1}`;
+    const aliases = Array.from({ length: 20 }, (_, i) => `q${i}: query { ${inner} }`).join(' ');
+    return `fragment L${k} on Query { ${aliases} }`;
+  });
+  const document = parse(`{ ...L0 } ${levels.join(' ')}`);
+  let expected = 1; // L8's __typename
+  for (let k = 8; k >= 0; k--) expected = 20 * (1 + expected);
+  const started = Date.now();
+  t.is(
+    operationCost(schema, document, document.definitions[0] as OperationDefinitionNode, {}),
+    expected,
+  );
+  t.true(Date.now() - started < 1000);
+  // A fragment cycle (validation rejects it first; analysed anyway, the walk still stops).
+  const cyclic = parse(`{ allIsos(first: 1) { nodes { ...A } } }
+    fragment A on Iso { welds(first: 1) { nodes { iso { ...A } } } }`);
+  t.throws(
+    () => operationCost(schema, cyclic, cyclic.definitions[0] as OperationDefinitionNode, {}),
+    { message: /nests too deep/ },
+  );
+});
+
+test('no fragment, variable or default slips a connection past the page size', async (t) => {
+  const refused = async (query: string, variables?: object) => {
+    const res = await gql(query, variables);
+    t.is(res.status, 400, query);
+    t.is(res.json.type, '/problems/query-too-large', query);
+    t.regex(res.json.detail, /allWelds: give first or last, from 1 to 500/, query);
+  };
+  await refused(
+    '{ allWelds(first: 100000) { ...F } } fragment F on WeldConnection { nodes { rowId } }',
+  );
+  await refused('{ allWelds { ... on WeldConnection { nodes { rowId } } } }');
+  await refused(`{ allWelds(first: 501) { ...A } }
+    fragment A on WeldConnection { ...B }
+    fragment B on WeldConnection { edges { node { rowId } } }`);
+  await refused(
+    'query ($n: Int) { allWelds(first: $n) { ...F } } fragment F on WeldConnection { nodes { rowId } }',
+    { n: 100000 },
+  );
+  await refused('query ($n: Int = 100000) { allWelds(first: $n) { nodes { rowId } } }');
+  await refused('query ($n: Int = 100) { allWelds(first: $n) { nodes { rowId } } }', { n: 0 });
+  // Nested, with the path to the field.
+  const nested = await gql(
+    '{ allIsos(first: 1) { nodes { buttWelds: welds { nodes { rowId } } } } }',
+  );
+  t.is(nested.json.type, '/problems/query-too-large');
+  t.regex(nested.json.detail, /^allIsos\.nodes\.buttWelds: give first or last/);
+
+  const fine = await gql(
+    'query ($n: Int = 200) { allWelds(first: $n) { ...F } } fragment F on WeldConnection { nodes { rowId } }',
+  );
+  t.is(fine.status, 200);
+  t.is(fine.json.data.allWelds.nodes.length, 200);
+});
+
+test('aliases and nesting multiply; over the budget is 400 query-too-costly before it runs', async (t) => {
+  const tooCostly = async (query: string, expected: number, variables?: object) => {
+    const res = await gql(query, variables);
+    t.is(res.status, 400);
+    t.regex(String(res.headers['content-type']), /application\/problem\+json/);
+    t.like(res.json, {
+      type: '/problems/query-too-costly',
+      title: 'Query too costly',
+      status: 400,
+      cost: expected,
+      budget: BUDGET,
+    });
+    t.true(res.json.detail.includes(`costs ${expected} and the budget is ${BUDGET}`));
+  };
+  await tooCostly(SIXTY_ALIASES, 60 * (2 + 500 * 503));
+  const nested =
+    '{ allWelds(first: 500) { nodes { iso { welds(first: 500) { nodes { rowId } } } } } }';
+  await tooCostly(nested, 2 + 500 * 503);
+  const byVariables =
+    'query ($n: Int = 500, $m: Int = 500) { allIsos(first: $n) { nodes { welds(first: $m) { nodes { rowId } } } } }';
+  await tooCostly(byVariables, 2 + 500 * 502);
+
+  const smaller = await gql(byVariables, { n: 10 });
+  t.is(smaller.status, 200);
+  t.is(smaller.json.data.allIsos.nodes.length, 10);
+  const within = await gql(
+    '{ allWelds(first: 100) { nodes { iso { welds(first: 100) { nodes { rowId } } } } } }',
+  );
+  t.is(within.status, 200);
+  t.is(within.json.data.allWelds.nodes[0].iso.welds.nodes.length, 25);
+});
+
+test('the budget is inclusive: a query at it runs, one more is refused', async (t) => {
+  // 200 ISOs x 497 welds: 2 + 200 x 499 = 99,802; __typename fillers make up the rest.
+  const base = 2 + 200 * 499;
+  const query = (fillers: number) =>
+    `{ allIsos(first: 200) { nodes { welds(first: 497) { nodes { rowId } } } } ${Array.from(
+      { length: fillers },
+      (_, i) => `t${i}: __typename`,
+    ).join(' ')} }`;
+  t.is(cost(query(BUDGET - base)), BUDGET);
+  const at = await gql(query(BUDGET - base));
+  t.is(at.status, 200, JSON.stringify(at.json));
+  t.is(at.json.data.allIsos.nodes.length, 12);
+  const over = await gql(query(BUDGET - base + 1));
+  t.is(over.status, 400);
+  t.is(over.json.cost, BUDGET + 1);
+});
+
+test("the README's analyst queries are within the budget and run", async (t) => {
+  for (const [name, query] of Object.entries(README_QUERIES)) {
+    const res = await gql(query);
+    t.is(res.status, 200, name);
+    t.is(res.json.errors, undefined, `${name}: ${JSON.stringify(res.json.errors)}`);
+  }
+});
+
+test('GRAPHQL_MAX_COST and GRAPHQL_STATEMENT_TIMEOUT_MS: defaults, values, one line naming a bad one', (t) => {
+  t.deepEqual(loadConfig({}).graphql, { maxCost: 100_000, statementTimeoutMs: 10_000 });
+  t.deepEqual(
+    loadConfig({ GRAPHQL_MAX_COST: '5000', GRAPHQL_STATEMENT_TIMEOUT_MS: '2500' }).graphql,
+    { maxCost: 5000, statementTimeoutMs: 2500 },
+  );
+  for (const [name, value] of [
+    ['GRAPHQL_MAX_COST', 'lots'],
+    ['GRAPHQL_MAX_COST', '0'],
+    ['GRAPHQL_MAX_COST', '1.5'],
+    ['GRAPHQL_STATEMENT_TIMEOUT_MS', '10s'],
+    ['GRAPHQL_STATEMENT_TIMEOUT_MS', '50'],
+    ['GRAPHQL_STATEMENT_TIMEOUT_MS', '600001'],
+  ] as const) {
+    t.throws(() => loadConfig({ [name]: value }), {
+      instanceOf: ConfigError,
+      message: new RegExp(`^Invalid configuration: ${name}: [^\\n]+$`),
+    });
+  }
+});
+
+test('the process: GRAPHQL_MAX_COST sets the budget, GRAPHQL_STATEMENT_TIMEOUT_MS cancels a slow query', async (t) => {
+  const { rootUrl, target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await addTenant(owner, { slug: 'slow', origins: ['http://slow.test'] });
+  await addRoleUsers(owner, 'slow');
+  await owner.query('begin');
+  await seedTenant(owner, 'slow', { isos: 2, weldsPerIso: 5, seed: 4 });
+  await owner.query('commit');
+  // A report that takes as long as it is told to: a query field of the schema.
+  await owner.query(`
+    create function weld_public.slow_report(seconds double precision) returns integer
+      language sql stable as $$ select 1 from pg_sleep(seconds) $$;
+    grant execute on function weld_public.slow_report(double precision) to weld_viewer`);
+
+  const server = await spawnServer(t, {
+    DATABASE_URL: rootUrl,
+    GRAPHQL_MAX_COST: '1000',
+    GRAPHQL_STATEMENT_TIMEOUT_MS: '300',
+  });
+  const token = (await login(server.port, 'slow.test', 'viewer')).json.accessToken as string;
+  const post = (query: string) =>
+    request(server.port, {
+      method: 'POST',
+      path: '/graphql',
+      host: 'slow.test',
+      body: { query },
+      headers: { authorization: `Bearer ${token}` },
+    });
+
+  const at = await post('{ allWelds(first: 499) { nodes { rowId status } } }'); // 2 + 998
+  t.is(at.status, 200);
+  t.is(at.json.data.allWelds.nodes.length, 10);
+  const over = await post('{ allWelds(first: 500) { nodes { rowId status } } }');
+  t.like(over.json, { type: '/problems/query-too-costly', cost: 1002, budget: 1000 });
+
+  t.deepEqual((await post('{ slowReport(seconds: 0.01) }')).json, { data: { slowReport: 1 } });
+  const started = Date.now();
+  const slow = await post('{ slowReport(seconds: 5) }');
+  t.true(Date.now() - started < 3000, 'cancelled by the 300 ms timeout, not the pool 30 s');
+  t.is(slow.status, 200);
+  t.is(slow.json.data?.slowReport ?? null, null);
+  t.like(slow.json.errors?.[0], {
+    message: 'The request took too long and was cancelled.',
+    path: ['slowReport'],
+    extensions: { code: '/problems/timeout', status: 503 },
+  });
+  // The timeout ended with its transaction: the pool's connections are as they were.
+  const rest = await request(server.port, {
+    path: '/welds?limit=1',
+    host: 'slow.test',
+    headers: { authorization: `Bearer ${token}` },
+  });
+  t.is(rest.status, 200);
+  t.is(await server.stop(), 0);
+});
