@@ -2,6 +2,8 @@
 // SQL functions (migration 000003: create_user, set_user_password, disable_user); passwords are
 // hashed here (Argon2id) and never stored or printed otherwise.
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import type pg from 'pg';
 import { hashPassword, passwordProblem } from './passwords.ts';
 import { USER_ROLES, type UserRole } from './vocabulary.ts';
@@ -108,17 +110,27 @@ export async function setPassword(
   if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
 }
 
-/** One user per role with a generated password, for the embedded first start; shown once. */
+export const DEMO_USERS_FILE = 'demo-users.txt';
+
+/**
+ * One user per role with a generated password, for the embedded first start. The passwords are
+ * written to DEMO_USERS_FILE in dataDir (mode 0600, replaced if an old one is there), never
+ * printed; returns the file's path.
+ */
 export async function createDemoUsers(
   db: pg.ClientBase,
   slug: string,
-): Promise<Array<{ role: UserRole; userName: string; password: string }>> {
-  const created = [];
+  dataDir: string,
+): Promise<string> {
+  const lines = ['# role       userName          password'];
   for (const role of USER_ROLES) {
     const userName = `demo-${role}`;
     const password = randomBytes(12).toString('base64url');
     await addUser(db, { tenant: slug, userName, role, displayName: `Demo ${role}`, password });
-    created.push({ role, userName, password });
+    lines.push(`${role.padEnd(12)} ${userName.padEnd(17)} ${password}`);
   }
-  return created;
+  const file = path.join(dataDir, DEMO_USERS_FILE);
+  fs.rmSync(file, { force: true });
+  fs.writeFileSync(file, lines.join('\n') + '\n', { mode: 0o600, flag: 'wx' });
+  return file;
 }

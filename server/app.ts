@@ -9,17 +9,17 @@
 // Which routes there are is decided by the caller (server/routes.ts lists the service's own).
 import express from 'express';
 import type pg from 'pg';
-import type { KeyRing } from './auth/keys.ts';
 import { requestLogging, type Logger } from './http/log.ts';
 import { problemHandler, problems } from './http/problem.ts';
 import { mount, type Route } from './http/route.ts';
+import type { Verifier } from './http/session.ts';
 import { tenantResolver, type TrustProxy } from './http/tenancy.ts';
 
 export interface AppDeps {
   /** The authenticator pool. */
   pool: pg.Pool;
   logger: Logger;
-  ring: KeyRing;
+  verifier: Verifier;
   trustProxy: TrustProxy;
   maxBodyBytes: number;
   routes: Route[];

@@ -6,16 +6,17 @@
 // SHUTDOWN_GRACE_MS), close the pool, stop the embedded PostgreSQL, exit 0.
 import './environment.ts';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
-import { createPool } from '../db/database.ts';
+import { connectClient, createPool } from '../db/database.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
 import { ensureDemoTenant } from '../db/tenants.ts';
 import { createDemoUsers } from '../db/users.ts';
 import { ConfigError } from '../db/config.ts';
 import { createApp } from './app.ts';
 import { KeyRing } from './auth/keys.ts';
+import { SessionRevocations } from './auth/revocations.ts';
 import { loadConfig, type Config } from './config.ts';
 import { createGraphql } from './graphql.ts';
+import { startHousekeeping } from './housekeeping.ts';
 import { createLogger } from './http/log.ts';
 import { serviceRoutes } from './routes.ts';
 
@@ -50,12 +51,18 @@ async function main(): Promise<void> {
       ? `signing keys: ${config.auth.signingKeys.length} from JWT_SIGNING_KEYS`
       : 'signing keys: per tenant, in the database (created on first use)',
   );
-  const graphql = createGraphql(pool);
+  const revocations = new SessionRevocations(target.authenticatorUrl, {
+    accessTokenTtl: config.auth.accessTokenTtl,
+    logger,
+  });
+  await revocations.start();
+  const housekeeping = startHousekeeping(pool, logger);
+  const graphql = createGraphql(pool, { logger, ...config.graphql });
   await graphql.warm();
   const app = createApp({
     pool,
     logger,
-    ring,
+    verifier: { ring, revocations },
     trustProxy: config.trustProxy,
     maxBodyBytes: config.maxBodyBytes,
     routes: serviceRoutes({
@@ -84,23 +91,16 @@ async function main(): Promise<void> {
 
   let demoOrigins: string[] = [];
   if (target.embedded) {
-    const owner = new pg.Client({ connectionString: target.ownerUrl });
-    await owner.connect();
+    const owner = await connectClient(target.ownerUrl);
     const { demo, created } = await ensureDemoTenant(owner, port);
     demoOrigins = demo?.origins ?? [];
-    if (created) {
-      // Shown once, on the terminal only (never in the JSON log); change with weld-admin.
-      const users = await createDemoUsers(owner, 'demo');
-      console.log(
-        [
-          '',
-          'Demo users of tenant "demo" (shown only now; `npx weld-admin user set-password` changes them):',
-          ...users.map(
-            (u) =>
-              `  ${u.role.padEnd(10)} userName ${u.userName.padEnd(16)} password ${u.password}`,
-          ),
-          '',
-        ].join('\n'),
+    if (created && config.database.kind === 'embedded') {
+      // Passwords never go to the log: into a file only this OS user can read, named in the log.
+      const file = await createDemoUsers(owner, 'demo', config.database.dataDir);
+      logger.info(
+        { demoUsers: file },
+        `demo users of tenant "demo" created, one per role; their passwords are in ${file} ` +
+          '(readable only by you; `npx weld-admin user set-password` changes them)',
       );
     }
     await owner.end();
@@ -122,6 +122,8 @@ async function main(): Promise<void> {
     await closed;
     clearTimeout(force);
     await graphql.release();
+    housekeeping.stop();
+    await revocations.stop();
     await pool.end();
     await target.release();
     logger.info('stopped');
@@ -131,4 +133,10 @@ async function main(): Promise<void> {
   process.on('SIGINT', (signal) => void stop(signal));
 }
 
-await main();
+await main().catch((error: unknown) => {
+  // What a person can fix (configuration, a directory PostgreSQL cannot reach) is one line;
+  // anything else is a bug and keeps its stack.
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+});

@@ -6,9 +6,8 @@
 // authenticated unsafe requests the CSRF check (403); for routes that take a body, 415 unless it
 // is JSON, 413 when too large, 400 when malformed.
 import express, { type RequestHandler } from 'express';
-import type { KeyRing } from '../auth/keys.ts';
 import { HttpProblem, problems } from './problem.ts';
-import { authenticate } from './session.ts';
+import { authenticate, type Verifier } from './session.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -28,7 +27,7 @@ export interface Route {
 /** A router with each path's methods, and 405 (or the OPTIONS answer) for the others. */
 export function mount(
   routes: Route[],
-  deps: { ring: KeyRing; maxBodyBytes: number },
+  deps: { verifier: Verifier; maxBodyBytes: number },
 ): express.Router {
   const router = express.Router({ strict: true });
   const paths = [...new Set(routes.map((r) => r.path))];
@@ -37,7 +36,7 @@ export function mount(
     const here = routes.filter((r) => r.path === path);
     for (const r of here) {
       const chain = [
-        ...(r.anonymous ? [] : [authenticate(deps.ring)]),
+        ...(r.anonymous ? [] : [authenticate(deps.verifier)]),
         ...(r.body ? jsonBody(deps.maxBodyBytes) : []),
         r.handler,
       ];

@@ -16,6 +16,7 @@ import { requestRoleOf } from '../../db/vocabulary.ts';
 import { verifyAccessToken, type AccessClaims } from '../auth/access-tokens.ts';
 import { csrfTokenValid, sameBytes } from '../auth/csrf.ts';
 import { TokenError, type KeyRing } from '../auth/keys.ts';
+import type { SessionRevocations } from '../auth/revocations.ts';
 import { HttpProblem } from './problem.ts';
 
 export const COOKIE = { access: 'svc_at', refresh: 'svc_rt', csrf: 'svc_csrf' } as const;
@@ -74,21 +75,34 @@ export function isUnsafe(method: string): boolean {
   return UNSAFE_METHODS.has(method);
 }
 
-/** Requires an access token; sets req.identity. Cookie-authenticated unsafe requests pass CSRF. */
-export function authenticate(ring: KeyRing): RequestHandler {
+/** What authentication needs: the keys that verify tokens, and the sessions that have ended. */
+export interface Verifier {
+  ring: KeyRing;
+  revocations: SessionRevocations;
+}
+
+/**
+ * Requires an access token of a session that has not ended; sets req.identity. Cookie-
+ * authenticated unsafe requests pass CSRF.
+ */
+export function authenticate({ ring, revocations }: Verifier): RequestHandler {
+  const verify = async (req: Request, token: string) => {
+    const tenantId = req.tenant!.id;
+    const claims = await verifyAccessToken(ring, token, { tenantId, origin: req.tenantOrigin! });
+    if (revocations.isRevoked(tenantId, claims.sessionId)) throw new TokenError('session ended');
+    return claims;
+  };
   return async (req, _res, next) => {
-    const tenant = req.tenant!;
-    const expected = { tenantId: tenant.id, origin: req.tenantOrigin! };
     const header = req.get('authorization');
     try {
       if (header !== undefined) {
         const match = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
         if (!match) throw new TokenError('not a bearer token');
-        req.identity = { ...(await verifyAccessToken(ring, match[1]!, expected)), via: 'bearer' };
+        req.identity = { ...(await verify(req, match[1]!)), via: 'bearer' };
       } else {
         const token = requestCookies(req)[COOKIE.access];
         if (!token) throw authProblems.unauthorized(false);
-        const claims = await verifyAccessToken(ring, token, expected);
+        const claims = await verify(req, token);
         if (isUnsafe(req.method)) await requireCsrf(req, ring, claims.sessionId);
         req.identity = { ...claims, via: 'cookie' };
       }

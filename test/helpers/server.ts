@@ -8,6 +8,7 @@ import type { ExecutionContext } from 'ava';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
 import { createApp } from '../../server/app.ts';
 import { KeyRing } from '../../server/auth/keys.ts';
+import { SessionRevocations } from '../../server/auth/revocations.ts';
 import { createGraphql } from '../../server/graphql.ts';
 import { createLogger } from '../../server/http/log.ts';
 import type { Route } from '../../server/http/route.ts';
@@ -40,10 +41,12 @@ export async function startServer(
     ...(options.accessTokenTtl && { accessTokenTtl: options.accessTokenTtl }),
   };
   const ring = new KeyRing(pool, { accessTokenTtl: auth.accessTokenTtl });
+  const revocations = new SessionRevocations(target.authenticatorUrl, auth);
+  await revocations.start();
   const graphql = createGraphql(pool);
   const app = createApp({
     pool,
-    ring,
+    verifier: { ring, revocations },
     logger: createLogger('silent'),
     trustProxy: options.trustProxy ?? false,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
@@ -55,6 +58,7 @@ export async function startServer(
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
     await graphql.release();
+    await revocations.stop();
     await pool.end();
   });
   return { port: (server.address() as AddressInfo).port, pool, ring };

@@ -17,6 +17,20 @@ function tempDataDir(t: import('ava').ExecutionContext): string {
   return dir;
 }
 
+/** A free loopback port that is not `taken`. */
+async function freePortOtherThan(taken: number): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
+      server.once('error', reject);
+    });
+    if (port !== taken) return port;
+  }
+}
+
 const postmasterRunning = (dataDir: string) =>
   fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'));
 
@@ -34,8 +48,11 @@ test('embedded: first start serves the demo tenant; CLI works with and without t
     t.is(live.status, 200, host);
     t.deepEqual(live.json, { status: 'ok' });
   }
-  // Demo users, one per role, printed once with their passwords (not in the JSON log).
-  const printed = [...first.output().matchAll(/^ {2}(\w+) +userName (\S+) +password (\S+)$/gm)];
+  // Demo users, one per role; their passwords in a file only this user can read, named in the log.
+  const demoFile = path.join(dataDir, 'demo-users.txt');
+  t.regex(first.output(), /"demoUsers":"[^"]*demo-users\.txt"/);
+  t.is(fs.statSync(demoFile).mode & 0o777, 0o600);
+  const printed = [...fs.readFileSync(demoFile, 'utf8').matchAll(/^(\w+) +(\S+) +(\S+)$/gm)];
   t.deepEqual(
     printed.map((m) => m[1]),
     ['viewer', 'inspector', 'engineer', 'admin'],
@@ -49,14 +66,10 @@ test('embedded: first start serves the demo tenant; CLI works with and without t
   });
   t.is(signedIn.status, 200);
   t.is(signedIn.json.user.role, 'inspector');
-  const jsonLines = first
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'));
-  t.false(
-    jsonLines.some((line) => line.includes(password!)),
-    'no password in the JSON log',
-  );
+  t.false(first.output().includes(password!), 'no password in the output');
+  for (const line of first.output().split('\n').filter(Boolean)) {
+    t.notThrows(() => JSON.parse(line), `every line is JSON: ${line}`);
+  }
 
   const unknown = await request(first.port, { path: '/health/live', host: 'unknown.test' });
   t.is(unknown.status, 404);
@@ -81,10 +94,23 @@ test('embedded: first start serves the demo tenant; CLI works with and without t
   t.regex(listed.stdout, /^kept\s+kept\s+http:\/\/kept\.test/m);
   t.false(postmasterRunning(dataDir));
 
-  // Restart: the data is still there, and the demo tenant is not created twice.
-  const second = await spawnServer(t, env);
+  // Restart on another port: the data is still there, the demo tenant is not created twice, and
+  // its (default) origins follow the new port.
+  const second = await spawnServer(t, {
+    ...env,
+    PORT: String(await freePortOtherThan(first.port)),
+  });
+  t.not(second.port, first.port);
   t.is((await request(second.port, { path: '/health/live', host: 'kept.test' })).status, 200);
-  t.false(second.output().includes('Demo users'), 'demo users are made, and shown, only once');
+  t.false(second.output().includes('demoUsers'), 'demo users are made only once');
+  for (const host of [`localhost:${second.port}`, `127.0.0.1:${second.port}`]) {
+    t.is((await request(second.port, { path: '/health/live', host })).status, 200, host);
+  }
+  t.is(
+    (await request(second.port, { path: '/health/live', host: `localhost:${first.port}` })).status,
+    404,
+    'the old port is no longer the demo',
+  );
   t.is(await second.stop('SIGINT'), 0);
   const again = await runCli(['tenant', 'list'], env);
   t.is(again.stdout.match(/^demo /gm)?.length, 1);

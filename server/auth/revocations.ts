@@ -1,0 +1,117 @@
+// Ended sessions end their access tokens at once. Access tokens are stateless JWTs, checked by
+// signature and remembered once verified (access-tokens.ts); on their own they would stay good for
+// up to ACCESS_TOKEN_TTL_SECONDS after a logout, a detected refresh-token reuse, a disabled user or
+// a changed role. The database announces every revocation (pg_notify on `weld_session_revoked`,
+// a trigger of migration 000006, whichever way the session ended: REST, GraphQL, weld-admin or
+// plain SQL), and every server process keeps the revoked sessions of the last token lifetime in
+// memory, so each request pays one Map lookup.
+//
+// The listener is one dedicated connection (LISTEN needs a session of its own). When it breaks
+// (database restart), it reconnects with a growing delay and reloads the revocations it may have
+// missed from weld_hidden.revoked_sessions(since). Until it is connected, revocations committed
+// meanwhile may go unseen: the reload on reconnect closes that gap.
+import pg from 'pg';
+import type { Logger } from '../http/log.ts';
+
+const CHANNEL = 'weld_session_revoked';
+const RECONNECT_MS = { first: 500, max: 30_000 };
+
+export class SessionRevocations {
+  readonly #url: string;
+  readonly #rememberMs: number;
+  readonly #logger: Logger | undefined;
+  /** `${tenantId} ${sessionId}` -> when it may be forgotten (its tokens have expired by then). */
+  readonly #revoked = new Map<string, number>();
+  #client: pg.Client | undefined;
+  #stopped = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(authenticatorUrl: string, options: { accessTokenTtl: number; logger?: Logger }) {
+    this.#url = authenticatorUrl;
+    // A token lives accessTokenTtl seconds, plus the 5 s clock tolerance of verification.
+    this.#rememberMs = (options.accessTokenTtl + 60) * 1000;
+    this.#logger = options.logger;
+  }
+
+  /** Connects the listener and loads the recent revocations; rejects if the first attempt fails. */
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  isRevoked(tenantId: string, sessionId: string): boolean {
+    const key = `${tenantId} ${sessionId}`;
+    const until = this.#revoked.get(key);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.#revoked.delete(key);
+    return false;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#retryTimer);
+    await this.#client?.end().catch(() => {});
+  }
+
+  #remember(tenantId: string, sessionId: string, revokedAt = Date.now()): void {
+    this.#revoked.set(`${tenantId} ${sessionId}`, revokedAt + this.#rememberMs);
+    if (this.#revoked.size % 1000 === 0) this.#forgetExpired(); // bounded by a token lifetime
+  }
+
+  async #connect(): Promise<void> {
+    const client = new pg.Client({
+      connectionString: this.#url,
+      application_name: 'weld-revocations',
+    });
+    client.on('error', (error) => {
+      this.#logger?.warn({ err: error }, 'session revocation listener lost its connection');
+    });
+    client.on('end', () => {
+      if (this.#client === client) this.#client = undefined;
+      if (!this.#stopped) this.#retry(RECONNECT_MS.first);
+    });
+    client.on('notification', (message) => {
+      if (message.channel !== CHANNEL || !message.payload) return;
+      try {
+        const { tenantId, sessionId } = JSON.parse(message.payload) as Record<string, string>;
+        if (tenantId && sessionId) this.#remember(tenantId, sessionId);
+      } catch {
+        this.#logger?.warn({ payload: message.payload }, 'unreadable session revocation');
+      }
+    });
+    try {
+      await client.connect();
+      await client.query(`listen ${CHANNEL}`);
+      // Listening first, then reading: a revocation in between is seen at least once.
+      const { rows } = await client.query<{ tenant_id: string; session_id: string; at: number }>(
+        `select tenant_id, session_id, extract(epoch from revoked_at) * 1000 as at
+           from weld_hidden.revoked_sessions(now() - make_interval(secs => $1))`,
+        [this.#rememberMs / 1000],
+      );
+      for (const row of rows) this.#remember(row.tenant_id, row.session_id, Number(row.at));
+      this.#forgetExpired();
+    } catch (error) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      throw error;
+    }
+    this.#client = client;
+  }
+
+  #retry(delayMs: number): void {
+    this.#retryTimer = setTimeout(() => {
+      this.#connect().then(
+        () => this.#logger?.info('session revocation listener reconnected'),
+        () => {
+          if (!this.#stopped) this.#retry(Math.min(delayMs * 2, RECONNECT_MS.max));
+        },
+      );
+    }, delayMs);
+    this.#retryTimer.unref();
+  }
+
+  #forgetExpired(): void {
+    const now = Date.now();
+    for (const [key, until] of this.#revoked) if (until <= now) this.#revoked.delete(key);
+  }
+}
