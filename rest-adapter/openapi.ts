@@ -53,6 +53,30 @@ const page = {
   headers: { Link: { schema: { type: 'string' }, description: 'the next page, rel="next"' } },
 };
 
+/** The problem types, for readers of the document alone (the README has the same table). */
+const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when the HTTP status says it all, else one of:
+
+| type | status | meaning |
+|---|---|---|
+| /problems/unknown-tenant | 404 | no tenant is served from the request's origin |
+| /problems/validation-failed | 422 | the input broke its schema, or the database refused a value; \`errors\` names each parameter or field |
+| /problems/conflict | 409 | a unique key is taken within your tenant; \`errors\` names the field |
+| /problems/unauthorized | 401 | no access token, or an invalid, expired or ended one |
+| /problems/invalid-credentials | 401 | login: wrong user name or password (one answer for every reason) |
+| /problems/invalid-refresh-token | 401 | refresh: the token is unknown, used, expired or revoked |
+| /problems/csrf-rejected | 403 | a cookie-authenticated unsafe request failed the CSRF check |
+| /problems/role-not-allowed | 403 | your role may not do this |
+| /problems/transition-not-allowed | 409 | the transition rules refuse the status change; \`allowed\` lists the next statuses they allow |
+| /problems/stale-version | 412 | If-Match does not match the current version, given as \`version\` |
+| /problems/reason-required | 422 | the transition rule requires a reason |
+| /problems/too-many-login-attempts | 429 | login throttled; Retry-After says when to try again |
+| /problems/query-too-large | 400 | GraphQL: over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
+| /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
+| /problems/timeout | 503 | a statement timeout cancelled the work |
+| /problems/database-unavailable | 503 | the database does not answer; Retry-After |
+| /problems/schema-behind | 503 | readiness: the database lacks a migration this build needs |
+| /problems/shutting-down | 503 | readiness: the instance is stopping |`;
+
 function buildDocument() {
   const schemas: Record<string, unknown> = {
     Weld: json(WeldJson),
@@ -73,8 +97,7 @@ function buildDocument() {
     },
     Problem: {
       type: 'object',
-      description:
-        'RFC 9457 problem details; `type` is about:blank or /problems/<name> (see the README)',
+      description: PROBLEM_TYPES,
       properties: {
         type: { type: 'string', format: 'uri-reference' },
         title: { type: 'string' },
@@ -129,11 +152,20 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: 'Wave 1',
+      version: '0.2.0',
       description:
-        'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin. ' +
-        'Errors are RFC 9457 problem details. The bare paths are canonical; every data path is also served ' +
-        'under /api with identical behaviour.',
+        'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
+        'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
+        'Authentication: POST /auth/login returns an ES256 access token (10 minutes) and an opaque refresh ' +
+        'token that rotates on every use (a reused one ends the session). Send the access token as ' +
+        '`Authorization: Bearer`, or let a browser send the svc_at cookie: then POST, PUT, PATCH and DELETE ' +
+        'also need `X-CSRF-Token` equal to the svc_csrf cookie. Logout, a disabled user or a changed role ' +
+        'end the session and its access tokens at once. Failed logins are throttled per user name and per ' +
+        'address (429 with Retry-After).\n\n' +
+        'Lists are keyset-paginated: `limit` 1 to 500, `cursor` from `nextCursor` (also a Link rel=next ' +
+        'header); unknown parameters are 422. Reads carry an ETag; If-Match makes a change conditional.\n\n' +
+        'Errors are RFC 9457 problem details (see the Problem schema for every type). The bare paths are ' +
+        'canonical; every data path is also served under /api with identical behaviour.',
     },
     servers: [
       { url: '/', description: 'canonical' },
@@ -324,7 +356,13 @@ function buildDocument() {
       '/graphql': {
         ...rootOnly,
         post: {
-          summary: `GraphQL (PostGraphile) for analysts; depth <= 10, connections need first/last <= ${PAGE_SIZE.max}`,
+          summary: `GraphQL (PostGraphile) for analysts; depth <= 10, connections need first/last <= ${PAGE_SIZE.max}, and a cost budget`,
+          description:
+            'The same identity and row security as REST. Checked before a query runs: depth at most 10, ' +
+            `first/last from 1 to ${PAGE_SIZE.max} on every connection that returns rows, and a cost ` +
+            '(the values the response can hold: pages multiply, aliases count, totalCount and aggregates ' +
+            'weigh 50) within GRAPHQL_MAX_COST. Database refusals come back as GraphQL errors whose ' +
+            '`extensions.code` is the problem type REST answers for the same refusal.',
           requestBody: { required: true, ...content('GraphqlRequest') },
           responses: {
             '200': {
@@ -336,7 +374,7 @@ function buildDocument() {
             },
             '400': {
               description:
-                'a query over the limits (problem details, /problems/query-too-large) or one GraphQL refuses to run',
+                'a query over the limits (problem details: /problems/query-too-large for depth or page size, /problems/query-too-costly over the cost budget, with `cost` and `budget`) or one GraphQL refuses to run',
               content: {
                 'application/problem+json': { schema: ref('Problem') },
                 'application/graphql-response+json': { schema: ref('GraphqlResponse') },
