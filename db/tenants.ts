@@ -65,7 +65,8 @@ export async function listTenants(db: pg.ClientBase): Promise<TenantListing[]> {
   return rows;
 }
 
-async function tenantIdOf(db: pg.ClientBase, slug: string): Promise<string> {
+/** The id of the tenant with this slug; a TenantError when there is none. */
+export async function tenantIdOf(db: pg.ClientBase, slug: string): Promise<string> {
   const { rows } = await db.query<{ id: string }>(
     'select id from weld_public.tenants where slug = $1',
     [slug],

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { hashPassword, passwordProblem } from './passwords.ts';
+import { tenantIdOf } from './tenants.ts';
 import { USER_ROLES, type UserRole } from './vocabulary.ts';
 
 export class UserError extends Error {}
@@ -16,15 +17,6 @@ export interface UserListing {
   role: UserRole;
   active: boolean;
   id: string;
-}
-
-async function tenantId(db: pg.ClientBase, slug: string): Promise<string> {
-  const { rows } = await db.query<{ id: string }>(
-    'select id from weld_public.tenants where slug = $1',
-    [slug],
-  );
-  if (!rows[0]) throw new UserError(`no tenant '${slug}'`);
-  return rows[0].id;
 }
 
 function checkPassword(password: string): void {
@@ -46,7 +38,7 @@ export async function addUser(
     throw new UserError(`--role must be one of ${USER_ROLES.join(', ')}`);
   }
   checkPassword(input.password);
-  const tenant = await tenantId(db, input.tenant);
+  const tenant = await tenantIdOf(db, input.tenant);
   try {
     const { rows } = await db.query<UserListing>(
       `select user_name as "userName", display_name as "displayName", role, active, id
@@ -75,7 +67,7 @@ export async function addUser(
 }
 
 export async function listUsers(db: pg.ClientBase, slug: string): Promise<UserListing[]> {
-  const tenant = await tenantId(db, slug);
+  const tenant = await tenantIdOf(db, slug);
   const { rows } = await db.query<UserListing>(
     `select user_name as "userName", display_name as "displayName", role, active, id
        from weld_public.users where tenant_id = $1 order by user_name`,
@@ -91,7 +83,7 @@ export async function disableUser(
 ): Promise<void> {
   const { rows } = await db.query<{ found: boolean }>(
     'select weld_private.disable_user($1, $2) as found',
-    [await tenantId(db, slug), userName],
+    [await tenantIdOf(db, slug), userName],
   );
   if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
 }
@@ -105,7 +97,7 @@ export async function setPassword(
   checkPassword(password);
   const { rows } = await db.query<{ found: boolean | null }>(
     'select weld_private.set_user_password($1, $2, $3) as found',
-    [await tenantId(db, slug), userName, await hashPassword(password)],
+    [await tenantIdOf(db, slug), userName, await hashPassword(password)],
   );
   if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
 }

@@ -5,8 +5,7 @@ import { randomBytes } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { asAuthenticator } from '../../db/database.ts';
-import { migratedDatabase } from '../helpers/database.ts';
-import { ownerClient, tenantFixture, type TenantFixture } from '../helpers/fixtures.ts';
+import { twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
 
 interface Begin {
   retry_after: number | null;
@@ -18,12 +17,7 @@ interface Begin {
 const FAKE_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA';
 
 async function setup(t: ExecutionContext, poolSize = 4) {
-  const { target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  owner.on('error', () => {});
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const b = await tenantFixture(owner, 'bravo');
+  const { owner, pool, a, b } = await twoTenants(t, poolSize);
   for (const fx of [a, b]) {
     await owner.query(
       `insert into weld_private.user_credentials (tenant_id, user_id, password_hash)
@@ -31,9 +25,6 @@ async function setup(t: ExecutionContext, poolSize = 4) {
       [fx.tenantId, FAKE_HASH],
     );
   }
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: poolSize });
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
   return { owner, pool, a, b };
 }
 

@@ -4,21 +4,13 @@
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { withContext } from '../../db/database.ts';
-import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
-import { ownerClient, tenantFixture, type TenantFixture } from '../helpers/fixtures.ts';
+import { superuserQuery } from '../helpers/database.ts';
+import { twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
 
 type Role = 'viewer' | 'inspector' | 'engineer' | 'admin';
 
 async function setup(t: ExecutionContext) {
-  const { rootUrl, target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  owner.on('error', () => {});
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const b = await tenantFixture(owner, 'bravo');
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 4 });
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
+  const { rootUrl, owner, pool, a, b } = await twoTenants(t);
   const as = <T>(fx: TenantFixture, role: Role, work: (c: pg.PoolClient) => Promise<T>) =>
     withContext(
       pool,

@@ -2,10 +2,9 @@
 // changed with plain SQL, every refusal's SQLSTATE, history, and concurrent changes.
 import test from 'ava';
 import pg from 'pg';
-import { createPool, withContext } from '../../db/database.ts';
+import { withContext } from '../../db/database.ts';
 import type { RequestRole } from '../../db/vocabulary.ts';
-import { migratedDatabase } from '../helpers/database.ts';
-import { ownerClient, tenantFixture, type TenantFixture } from '../helpers/fixtures.ts';
+import { twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
 
 const STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
 const ROLES = ['viewer', 'inspector', 'engineer', 'admin'] as const;
@@ -25,13 +24,7 @@ const DEFAULT_RULES: Record<string, [Role, boolean]> = {
 };
 
 async function setup(t: import('ava').ExecutionContext) {
-  const { target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const b = await tenantFixture(owner, 'bravo');
-  const pool = createPool(target.authenticatorUrl, { max: 25, onError: () => {} });
-  t.teardown(() => pool.end());
+  const { owner, pool, a, b } = await twoTenants(t, 25);
   return { owner, pool, a, b };
 }
 

@@ -3,10 +3,9 @@
 // DEFINER functions pin their search_path, weld_rules cannot create anything, and no request
 // role can reach the server's own functions (signing keys, sessions).
 import test, { type ExecutionContext } from 'ava';
-import pg from 'pg';
 import { asAuthenticator, withContext } from '../../db/database.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
-import { ownerClient, tenantFixture } from '../helpers/fixtures.ts';
+import { twoTenants } from '../helpers/fixtures.ts';
 
 const SCHEMAS = `('weld_public', 'weld_hidden', 'weld_private')`;
 
@@ -192,14 +191,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
 // server's own functions.
 
 async function setup(t: ExecutionContext) {
-  const { target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  owner.on('error', () => {});
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 4 });
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
+  const { owner, pool, a } = await twoTenants(t);
   return { owner, pool, a };
 }
 

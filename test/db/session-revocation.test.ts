@@ -6,21 +6,9 @@ import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { asAuthenticator, withContext } from '../../db/database.ts';
 import { disableUser } from '../../db/users.ts';
-import { migratedDatabase } from '../helpers/database.ts';
-import { ownerClient, tenantFixture, type TenantFixture } from '../helpers/fixtures.ts';
+import { twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
 
-async function setup(t: ExecutionContext) {
-  const { target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  owner.on('error', () => {});
-  t.teardown(() => owner.end());
-  const a = await tenantFixture(owner, 'alpha');
-  const b = await tenantFixture(owner, 'bravo');
-  const pool = new pg.Pool({ connectionString: target.authenticatorUrl, max: 4 });
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
-  return { target, owner, pool, a, b };
-}
+const setup = (t: ExecutionContext) => twoTenants(t);
 
 /** Signs a user in the way the server does; returns the session id and its refresh token hash. */
 async function signIn(pool: pg.Pool, fx: TenantFixture, userId: string) {

@@ -1,8 +1,9 @@
 // Small, explicit data sets for SQL-level tests, written as the owner (which bypasses row
 // security, as a migration or the seed generator would).
 import pg from 'pg';
-import { connectClient, type DatabaseTarget } from '../../db/database.ts';
+import { connectClient, createPool, type DatabaseTarget } from '../../db/database.ts';
 import { addTenant } from '../../db/tenants.ts';
+import { migratedDatabase, type Teardown } from './database.ts';
 
 export interface TenantFixture {
   tenantId: string;
@@ -47,4 +48,19 @@ export async function tenantFixture(owner: pg.Client, slug: string): Promise<Ten
       [tenantId, isoId, number, status, welderId],
     );
   return { tenantId, isoId, welderId, users, weld };
+}
+
+/**
+ * The usual world of an SQL-level test: a migrated database of its own, the owner's client, the
+ * fixtures of two tenants (alpha and bravo) and a pool of the server's role, all closed after it.
+ */
+export async function twoTenants(t: Teardown, poolSize = 4) {
+  const { rootUrl, target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const a = await tenantFixture(owner, 'alpha');
+  const b = await tenantFixture(owner, 'bravo');
+  const pool = createPool(target.authenticatorUrl, { max: poolSize });
+  t.teardown(() => pool.end());
+  return { rootUrl, target, owner, pool, a, b };
 }
