@@ -12,7 +12,13 @@ const postgresUrl = z
   .trim()
   .refine((value) => /^postgres(ql)?:\/\//.test(value), 'must be a postgres:// URL');
 
-export const port = z.coerce.number().int().min(0).max(65535);
+/** A whole number within bounds, with a message a person reads without knowing zod. */
+export function wholeNumber(min: number, max: number) {
+  const message = `must be a whole number from ${min} to ${max}`;
+  return z.coerce.number({ error: message }).int(message).min(min, message).max(max, message);
+}
+
+export const port = wholeNumber(0, 65535);
 
 /** The database variables, to be spread into a process's own environment schema. */
 export const databaseEnv = {

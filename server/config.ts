@@ -11,12 +11,13 @@ import {
   databaseEnv,
   parseEnvironment,
   port,
+  wholeNumber,
   type DatabaseSource,
 } from '../db/config.ts';
 import type { TrustProxy } from './http/tenancy.ts';
 
 /** GraphQL's limits when the environment does not set them (see server/graphql-cost.ts). */
-export const GRAPHQL_DEFAULTS = { maxCost: 100_000, statementTimeoutMs: 10_000 } as const;
+export const GRAPHQL_DEFAULTS = { maxCost: 100_000, statementTimeoutMs: 10_000, poolMax: 5 } as const;
 
 const envSchema = z.object({
   ...databaseEnv,
@@ -44,34 +45,17 @@ const envSchema = z.object({
       return entries;
     }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  MAX_BODY_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(64 * 1024 * 1024)
-    .default(1024 * 1024),
-  DB_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
-  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
-  REFRESH_TOKEN_TTL_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(300)
-    .max(365 * 86_400)
-    .default(30 * 86_400),
+  MAX_BODY_BYTES: wholeNumber(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  DB_POOL_MAX: wholeNumber(1, 500).default(20),
+  SHUTDOWN_GRACE_MS: wholeNumber(0, 600_000).default(10_000),
+  ACCESS_TOKEN_TTL_SECONDS: wholeNumber(30, 3600).default(600),
+  REFRESH_TOKEN_TTL_SECONDS: wholeNumber(300, 365 * 86_400).default(30 * 86_400),
   JWT_SIGNING_KEYS: z.string().trim().min(1).optional(),
-  GRAPHQL_MAX_COST: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(1_000_000_000)
-    .default(GRAPHQL_DEFAULTS.maxCost),
-  GRAPHQL_STATEMENT_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(100)
-    .max(600_000)
-    .default(GRAPHQL_DEFAULTS.statementTimeoutMs),
+  GRAPHQL_MAX_COST: wholeNumber(1, 1_000_000_000).default(GRAPHQL_DEFAULTS.maxCost),
+  GRAPHQL_STATEMENT_TIMEOUT_MS: wholeNumber(100, 600_000).default(
+    GRAPHQL_DEFAULTS.statementTimeoutMs,
+  ),
+  GRAPHQL_POOL_MAX: wholeNumber(1, 500).default(GRAPHQL_DEFAULTS.poolMax),
 });
 
 export interface Config {
@@ -95,6 +79,8 @@ export interface Config {
     maxCost: number;
     /** statement_timeout of each GraphQL transaction, in ms. */
     statementTimeoutMs: number;
+    /** Connections of GraphQL's own pool, apart from REST's: reports cannot starve the API. */
+    poolMax: number;
   };
 }
 
@@ -118,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphql: {
       maxCost: e.GRAPHQL_MAX_COST,
       statementTimeoutMs: e.GRAPHQL_STATEMENT_TIMEOUT_MS,
+      poolMax: e.GRAPHQL_POOL_MAX,
     },
   };
 }

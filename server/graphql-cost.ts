@@ -5,13 +5,17 @@
 //
 // The cost is the number of values the response can hold, at most:
 //   - every field costs 1 for each object it is selected on;
-//   - a connection's `nodes` and `edges` repeat what is under them `first` (or `last`) times, and
-//     those two need first or last from 1 to 500: a connection that returns rows without a page
-//     size is refused, naming the field;
+//   - a connection's `nodes` and `edges` repeat what is under them `first` (or `last`) times;
+//     those two and `pageInfo` (whose cursors are computed from the rows) need first or last from
+//     1 to 500: a connection that reads rows without a page size is refused, naming the field;
+//     pageInfo itself costs the page it reads;
+//   - `offset` rows are read and thrown away: a connection costs its offset on top;
 //   - other lists of objects (groupedAggregates) count as PAGE_SIZE.max (500) entries;
 //   - totalCount, aggregates and groupedAggregates read every matching row, not a page: each
 //     costs SCAN_WEIGHT (50) instead of 1;
-//   - introspection (__schema, __type) costs 1: it reads the schema, not the database.
+//   - introspection reads the schema, not the database, but a full one is megabytes: __schema
+//     costs INTROSPECTION_COST (10,000: one per request is fine, GraphiQL needs one), __type a
+//     hundredth of that, __typename 1.
 // So a page multiplies everything under it, and nesting multiplies pages: 500 welds, each with
 // its ISO's 500 welds, is 250,000 values, however the document spells it.
 //
@@ -56,8 +60,16 @@ export const DEPTH = { maxDepth: 10, maxListDepth: 4 };
 export const SCAN_WEIGHT = 50;
 /** Fields of a connection that read every matching row. */
 const SCANNING_FIELDS = new Set(['totalCount', 'aggregates', 'groupedAggregates']);
-/** Fields of a connection that return its rows, one page of them. */
+/** Fields of a connection that repeat what is under them for each row of the page. */
 const ROW_FIELDS = new Set(['nodes', 'edges']);
+/** Fields of a connection that read its rows, and so need a page size. */
+const PAGED_FIELDS = new Set(['nodes', 'edges', 'pageInfo']);
+/** What introspection costs: __schema answers with the whole schema. */
+export const INTROSPECTION_COST = 10_000;
+const META_FIELD_COST: Record<string, number> = {
+  __schema: INTROSPECTION_COST,
+  __type: INTROSPECTION_COST / 100,
+};
 /** A walk deeper than this is a fragment cycle (validation rejects those first; this is a guard). */
 const MAX_NESTING = 64;
 
@@ -214,10 +226,12 @@ class CostWalk {
   ): number {
     const name = nodes[0]!.name.value;
     // __typename is a constant; introspection reads the schema, never the database.
-    if (name.startsWith('__')) return 1;
+    if (name.startsWith('__')) return META_FIELD_COST[name] ?? 1;
     const field = parent.getFields()[name]!;
     const type = getNamedType(field.type);
-    const self = isConnection(parent) && SCANNING_FIELDS.has(name) ? SCAN_WEIGHT : 1;
+    let self = 1;
+    if (isConnection(parent) && SCANNING_FIELDS.has(name)) self = SCAN_WEIGHT;
+    if (isConnection(parent) && name === 'pageInfo') self = 1 + (page ?? 0);
     if (isLeafType(type)) return self;
 
     const sets = nodes.flatMap((node) => (node.selectionSet ? [node.selectionSet] : []));
@@ -225,11 +239,18 @@ class CostWalk {
     if (isListType(getNullableType(field.type))) {
       values = isConnection(parent) && ROW_FIELDS.has(name) ? (page ?? 0) : PAGE_SIZE.max;
     }
-    const childPage =
-      isObjectType(type) && isConnection(type)
-        ? this.pageSize(field, type, nodes[0]!, sets, path)
-        : undefined;
+    let childPage: number | undefined;
+    if (isObjectType(type) && isConnection(type)) {
+      childPage = this.pageSize(field, type, nodes[0]!, sets, path);
+      self += this.offset(field, nodes[0]!);
+    }
     return self + values * this.selectionCost(type as GraphQLCompositeType, sets, path, childPage);
+  }
+
+  /** The rows a connection skips (`offset`): read, then thrown away. */
+  private offset(field: GraphQLField<unknown, unknown>, node: FieldNode): number {
+    const offset = getArgumentValues(field, node, this.variables).offset;
+    return typeof offset === 'number' && offset > 0 ? offset : 0;
   }
 
   /**
@@ -244,7 +265,7 @@ class CostWalk {
     path: string[],
   ): number | undefined {
     const selected = [...this.collectFields(connection, sets).values()];
-    const readsRows = selected.some((nodes) => ROW_FIELDS.has(nodes[0]!.name.value));
+    const readsRows = selected.some((nodes) => PAGED_FIELDS.has(nodes[0]!.name.value));
     if (!readsRows) return undefined;
     const args = getArgumentValues(field, node, this.variables);
     const sizes = [args.first, args.last].filter((size) => size !== undefined && size !== null);
@@ -252,7 +273,7 @@ class CostWalk {
       typeof size === 'number' && Number.isInteger(size) && size >= 1 && size <= PAGE_SIZE.max;
     if (sizes.length === 0 || !sizes.every(valid)) {
       throw tooLarge(
-        `${path.join('.')}: give first or last, from 1 to ${PAGE_SIZE.max}, to read its nodes or edges.`,
+        `${path.join('.')}: give first or last, from 1 to ${PAGE_SIZE.max}, to read its nodes, edges or pageInfo.`,
       );
     }
     return Math.min(...(sizes as number[]));

@@ -37,10 +37,11 @@ async function main(): Promise<void> {
   });
   logger.info({ database: target.description }, 'database ready');
 
-  const pool = createPool(target.authenticatorUrl, {
-    max: config.dbPoolMax,
-    onError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
-  });
+  const onError = (error: Error) => logger.warn({ err: error }, 'idle database connection failed');
+  const pool = createPool(target.authenticatorUrl, { max: config.dbPoolMax, onError });
+  // GraphQL gets a pool of its own: a burst of heavy reports waits for its own connections and
+  // never takes the ones REST (and sign-in) need.
+  const graphqlPool = createPool(target.authenticatorUrl, { max: config.graphql.poolMax, onError });
   let draining = false;
   const ring = new KeyRing(pool, {
     accessTokenTtl: config.auth.accessTokenTtl,
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
   });
   await revocations.start();
   const housekeeping = startHousekeeping(pool, logger);
-  const graphql = createGraphql(pool, { logger, ...config.graphql });
+  const graphql = createGraphql(graphqlPool, { logger, ...config.graphql });
   await graphql.warm();
   const app = createApp({
     pool,
@@ -124,6 +125,7 @@ async function main(): Promise<void> {
     await graphql.release();
     housekeeping.stop();
     await revocations.stop();
+    await graphqlPool.end();
     await pool.end();
     await target.release();
     logger.info('stopped');

@@ -8,7 +8,12 @@ import { addTenant } from '../../db/tenants.ts';
 import { seedTenant } from '../../db/seed/index.ts';
 import { ConfigError } from '../../db/config.ts';
 import { GRAPHQL_DEFAULTS, loadConfig } from '../../server/config.ts';
-import { checkGraphqlRequest, operationCost, SCAN_WEIGHT } from '../../server/graphql-cost.ts';
+import {
+  checkGraphqlRequest,
+  INTROSPECTION_COST,
+  operationCost,
+  SCAN_WEIGHT,
+} from '../../server/graphql-cost.ts';
 import { createGraphql } from '../../server/graphql.ts';
 import { createPool } from '../../db/database.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
@@ -99,22 +104,47 @@ test('the cost of a query is the number the rules give by hand', (t) => {
     // + 20 welds x 2 fields)
     1 + 50 + 1 + 10 * (1 + 1 + 1 + 20 * 2),
   );
-  // edges: the edge, its cursor and its node per row; pageInfo is one object.
+  // edges: the edge, its cursor and its node per row; pageInfo reads the page.
   t.is(
     cost('{ allWelds(last: 30) { edges { cursor node { rowId } } pageInfo { hasNextPage } } }'),
-    1 + 1 + 30 * (1 + 1 + 1) + 1 + 1,
+    1 + 1 + 30 * (1 + 1 + 1) + (1 + 30) + 1,
   );
+  // offset: the skipped rows are read too.
+  t.is(cost('{ allWelds(first: 1, offset: 99990) { nodes { rowId } } }'), 1 + 99_990 + 1 + 1);
   // groupedAggregates: a scan, and its groups counted as a full page (500).
   t.is(cost(README_QUERIES.byIso), 1 + SCAN_WEIGHT + 500 * 3);
   t.is(cost(README_QUERIES.repair), 2 * (1 + SCAN_WEIGHT + 500 * 3));
   t.is(cost(README_QUERIES.coverage), 1 + 1 + 500 * (3 + 2 * (1 + SCAN_WEIGHT)));
   for (const query of Object.values(README_QUERIES)) t.true(cost(query)! <= BUDGET / 1.9);
-  // An interface costs what its costliest member would; introspection costs 1.
+  // An interface costs what its costliest member would; introspection its fixed price.
   t.is(
     cost(`{ node(id: "x") { id ... on Weld { iso { welds(first: 5) { nodes { rowId } } } }
-      ... on Iso { isoNumber } } __schema { types { name fields { name } } } }`),
-    1 + (1 + 1 + 1 + 1 + 5) + 1,
+      ... on Iso { isoNumber } } __schema { types { name fields { name } } } __typename }`),
+    1 + (1 + 1 + 1 + 1 + 5) + INTROSPECTION_COST + 1,
   );
+});
+
+test('pageInfo reads rows: it needs a page size; many introspections are too costly', async (t) => {
+  // Without first or last, pageInfo's cursors were computed from every row of the table.
+  for (const query of [
+    '{ allWelds { pageInfo { hasNextPage } } }',
+    '{ allIsos(first: 2) { nodes { welds { pageInfo { endCursor } } } } }',
+  ]) {
+    const res = await gql(query);
+    t.is(res.status, 400, query);
+    t.is(res.json.type, '/problems/query-too-large');
+    t.regex(res.json.detail, /pageInfo/);
+  }
+  const paged = await gql('{ allWelds(first: 2) { pageInfo { hasNextPage } } }');
+  t.is(paged.status, 200);
+  t.is(paged.json.data.allWelds.pageInfo.hasNextPage, true);
+
+  const full = '__schema { types { name fields { name args { name } } } }';
+  t.is((await gql(`{ ${full} }`)).status, 200, 'one introspection (GraphiQL) runs');
+  const many = `{ ${Array.from({ length: 20 }, (_, i) => `s${i}: ${full}`).join(' ')} }`;
+  const refused = await gql(many);
+  t.is(refused.status, 400);
+  t.is(refused.json.type, '/problems/query-too-costly');
 });
 
 test('fragments are inlined, aliases count apart, fields of one response key once', (t) => {
@@ -282,11 +312,15 @@ test("the README's analyst queries are within the budget and run", async (t) => 
   }
 });
 
-test('GRAPHQL_MAX_COST and GRAPHQL_STATEMENT_TIMEOUT_MS: defaults, values, one line naming a bad one', (t) => {
-  t.deepEqual(loadConfig({}).graphql, { maxCost: 100_000, statementTimeoutMs: 10_000 });
+test('GRAPHQL_MAX_COST, GRAPHQL_STATEMENT_TIMEOUT_MS, GRAPHQL_POOL_MAX: defaults, values, one line naming a bad one', (t) => {
+  t.deepEqual(loadConfig({}).graphql, { maxCost: 100_000, statementTimeoutMs: 10_000, poolMax: 5 });
   t.deepEqual(
-    loadConfig({ GRAPHQL_MAX_COST: '5000', GRAPHQL_STATEMENT_TIMEOUT_MS: '2500' }).graphql,
-    { maxCost: 5000, statementTimeoutMs: 2500 },
+    loadConfig({
+      GRAPHQL_MAX_COST: '5000',
+      GRAPHQL_STATEMENT_TIMEOUT_MS: '2500',
+      GRAPHQL_POOL_MAX: '3',
+    }).graphql,
+    { maxCost: 5000, statementTimeoutMs: 2500, poolMax: 3 },
   );
   for (const [name, value] of [
     ['GRAPHQL_MAX_COST', 'lots'],
@@ -295,6 +329,7 @@ test('GRAPHQL_MAX_COST and GRAPHQL_STATEMENT_TIMEOUT_MS: defaults, values, one l
     ['GRAPHQL_STATEMENT_TIMEOUT_MS', '10s'],
     ['GRAPHQL_STATEMENT_TIMEOUT_MS', '50'],
     ['GRAPHQL_STATEMENT_TIMEOUT_MS', '600001'],
+    ['GRAPHQL_POOL_MAX', '0'],
   ] as const) {
     t.throws(() => loadConfig({ [name]: value }), {
       instanceOf: ConfigError,
@@ -357,5 +392,44 @@ test('the process: GRAPHQL_MAX_COST sets the budget, GRAPHQL_STATEMENT_TIMEOUT_M
     headers: { authorization: `Bearer ${token}` },
   });
   t.is(rest.status, 200);
+  t.is(await server.stop(), 0);
+});
+
+test('the process: GraphQL has its own pool, so slow reports never hold REST waiting', async (t) => {
+  const { rootUrl, target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await addTenant(owner, { slug: 'busy', origins: ['http://busy.test'] });
+  await addRoleUsers(owner, 'busy');
+  await owner.query(`
+    create function weld_public.slow_report(seconds double precision) returns integer
+      language sql stable as $$ select 1 from pg_sleep(seconds) $$;
+    grant execute on function weld_public.slow_report(double precision) to weld_viewer`);
+  const server = await spawnServer(t, {
+    DATABASE_URL: rootUrl,
+    DB_POOL_MAX: '3',
+    GRAPHQL_POOL_MAX: '2',
+  });
+  const token = (await login(server.port, 'busy.test', 'viewer')).json.accessToken as string;
+  const headers = { authorization: `Bearer ${token}` };
+  // Six reports of 2 s each: more than both pools together could run at once.
+  const reports = Array.from({ length: 6 }, () =>
+    request(server.port, {
+      method: 'POST',
+      path: '/graphql',
+      host: 'busy.test',
+      body: { query: '{ slowReport(seconds: 2) }' },
+      headers,
+    }),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const started = Date.now();
+  const rest = await request(server.port, { path: '/isos?limit=1', host: 'busy.test', headers });
+  const waited = Date.now() - started;
+  t.is(rest.status, 200);
+  t.true(waited < 1000, `REST waited ${waited} ms behind the reports`);
+  for (const report of await Promise.all(reports)) {
+    t.deepEqual(report.json, { data: { slowReport: 1 } });
+  }
   t.is(await server.stop(), 0);
 });

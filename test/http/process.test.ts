@@ -167,7 +167,8 @@ test('told not to migrate, the server refuses a database that is behind, with a 
 
 test('a bad configuration value stops the process with one line naming the variable', async (t) => {
   const cases: Array<[Record<string, string>, RegExp]> = [
-    [{ PORT: 'abc' }, /^Invalid configuration: PORT: /],
+    [{ PORT: 'abc' }, /^Invalid configuration: PORT: must be a whole number from 0 to 65535$/m],
+    [{ GRAPHQL_POOL_MAX: '0' }, /^Invalid configuration: GRAPHQL_POOL_MAX: must be a whole number/],
     [{ PORT: '70000' }, /^Invalid configuration: PORT: /],
     [{ LOG_LEVEL: 'loud' }, /^Invalid configuration: LOG_LEVEL: /],
     [{ TRUST_PROXY: 'maybe' }, /^Invalid configuration: TRUST_PROXY: /],
