@@ -301,8 +301,13 @@ function findCommand(args: string[]): { name: string; rest: string[] } | undefin
 }
 
 async function main(args: string[]): Promise<number> {
+  if (args.length === 1 && ['--help', '-h', 'help'].includes(args[0]!)) {
+    console.log(USAGE);
+    return 0;
+  }
   const found = findCommand(args);
   if (!found) {
+    if (args.length > 0) console.error(`weld-admin: unknown command '${args.join(' ')}'`);
     console.error(USAGE);
     return 2;
   }

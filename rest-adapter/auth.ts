@@ -11,6 +11,7 @@
 // 000006; the handlers validate, call them as the authenticator inside the tenant (the functions
 // are granted to no request role), and do the cryptography.
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -100,6 +101,30 @@ const problems = {
     }),
 };
 
+/**
+ * The address login throttling counts: an IPv4 address as it is (an IPv4-mapped IPv6 address as
+ * its IPv4), an IPv6 address by its /64, the smallest block a subscriber gets, so rotating through
+ * the addresses of one's own network does not escape the limit.
+ */
+export function throttledAddress(ip: string | undefined): string {
+  if (!ip) return 'unknown';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (net.isIPv6(ip)) {
+    const [head = '', tail = ''] = ip.toLowerCase().split('::');
+    const left = head ? head.split(':') : [];
+    const right = tail ? tail.split(':') : [];
+    const groups = ip.includes('::')
+      ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+      : left;
+    return `${groups
+      .slice(0, 4)
+      .map((g) => g.replace(/^0+(?=.)/, ''))
+      .join(':')}::/64`;
+  }
+  return ip;
+}
+
 export function authRoutes(deps: AuthDeps): Route[] {
   const { pool, ring } = deps;
   const call = <R extends pg.QueryResultRow>(req: Request, sql: string, params: unknown[]) =>
@@ -177,7 +202,7 @@ export function authRoutes(deps: AuthDeps): Route[] {
         // A page of another site may not sign a browser in here (login CSRF).
         refuseCrossSite(req);
         const { userName, password } = LoginBody.parse(req.body ?? {});
-        const address = req.ip ?? 'unknown';
+        const address = throttledAddress(req.ip);
         const begin = await call<{
           retry_after: number | null;
           user_id: string | null;

@@ -26,6 +26,8 @@ export const instantParam = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()], {
     error: 'must be a date (2026-03-01) or a date-time with its offset (2026-03-01T08:00:00Z)',
   })
+  // Year 0 is valid ISO 8601 but not a PostgreSQL date.
+  .refine((value) => !value.startsWith('0000'), 'must be in year 1 or later')
   .transform((value) => (value.length === 10 ? `${value}T00:00:00Z` : value));
 
 export const cursorParam = z

@@ -9,28 +9,38 @@
 // The listener is one dedicated connection (LISTEN needs a session of its own). When it breaks
 // (database restart), it reconnects with a growing delay and reloads the revocations it may have
 // missed from weld_hidden.revoked_sessions(since). Until it is connected, revocations committed
-// meanwhile may go unseen: the reload on reconnect closes that gap.
+// meanwhile may go unseen: the reload on reconnect closes that gap. A connection can also die
+// without a word (a NAT or firewall dropping an idle one, a failover): TCP keepalive and a reload
+// every RELOAD_EVERY_MS, which doubles as a heartbeat, find that out and reconnect, and the
+// reload is a backstop for any notification lost on the way.
 import pg from 'pg';
 import type { Logger } from '../http/log.ts';
 
 const CHANNEL = 'weld_session_revoked';
 const RECONNECT_MS = { first: 500, max: 30_000 };
+const RELOAD_EVERY_MS = 60_000;
 
 export class SessionRevocations {
   readonly #url: string;
   readonly #rememberMs: number;
   readonly #logger: Logger | undefined;
+  readonly #reloadEveryMs: number;
   /** `${tenantId} ${sessionId}` -> when it may be forgotten (its tokens have expired by then). */
   readonly #revoked = new Map<string, number>();
   #client: pg.Client | undefined;
   #stopped = false;
   #retryTimer: NodeJS.Timeout | undefined;
+  #reloadTimer: NodeJS.Timeout | undefined;
 
-  constructor(authenticatorUrl: string, options: { accessTokenTtl: number; logger?: Logger }) {
+  constructor(
+    authenticatorUrl: string,
+    options: { accessTokenTtl: number; logger?: Logger; reloadEveryMs?: number },
+  ) {
     this.#url = authenticatorUrl;
     // A token lives accessTokenTtl seconds, plus the 5 s clock tolerance of verification.
     this.#rememberMs = (options.accessTokenTtl + 60) * 1000;
     this.#logger = options.logger;
+    this.#reloadEveryMs = options.reloadEveryMs ?? RELOAD_EVERY_MS;
   }
 
   /** Connects the listener and loads the recent revocations; rejects if the first attempt fails. */
@@ -50,6 +60,7 @@ export class SessionRevocations {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
+    clearInterval(this.#reloadTimer);
     await this.#client?.end().catch(() => {});
   }
 
@@ -62,6 +73,8 @@ export class SessionRevocations {
     const client = new pg.Client({
       connectionString: this.#url,
       application_name: 'weld-revocations',
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
     });
     client.on('error', (error) => {
       this.#logger?.warn({ err: error }, 'session revocation listener lost its connection');
@@ -83,19 +96,30 @@ export class SessionRevocations {
       await client.connect();
       await client.query(`listen ${CHANNEL}`);
       // Listening first, then reading: a revocation in between is seen at least once.
-      const { rows } = await client.query<{ tenant_id: string; session_id: string; at: number }>(
-        `select tenant_id, session_id, extract(epoch from revoked_at) * 1000 as at
-           from weld_hidden.revoked_sessions(now() - make_interval(secs => $1))`,
-        [this.#rememberMs / 1000],
-      );
-      for (const row of rows) this.#remember(row.tenant_id, row.session_id, Number(row.at));
-      this.#forgetExpired();
+      await this.#reload(client);
     } catch (error) {
       client.removeAllListeners('end');
       await client.end().catch(() => {});
       throw error;
     }
     this.#client = client;
+    clearInterval(this.#reloadTimer);
+    this.#reloadTimer = setInterval(() => {
+      // A failed reload means a dead connection: ending it reconnects (the 'end' handler).
+      this.#reload(client).catch(() => void client.end().catch(() => {}));
+    }, this.#reloadEveryMs);
+    this.#reloadTimer.unref();
+  }
+
+  /** Remembers every session revoked within the last token lifetime. */
+  async #reload(client: pg.Client): Promise<void> {
+    const { rows } = await client.query<{ tenant_id: string; session_id: string; at: number }>(
+      `select tenant_id, session_id, extract(epoch from revoked_at) * 1000 as at
+         from weld_hidden.revoked_sessions(now() - make_interval(secs => $1))`,
+      [this.#rememberMs / 1000],
+    );
+    for (const row of rows) this.#remember(row.tenant_id, row.session_id, Number(row.at));
+    this.#forgetExpired();
   }
 
   #retry(delayMs: number): void {

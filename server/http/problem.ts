@@ -248,6 +248,9 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   // invalid_text_representation (e.g. "abc" for a number): the message quotes the caller's own
   // value and its type
   '22P02': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
+  // invalid_datetime_format, datetime_field_overflow (a date PostgreSQL cannot hold, e.g. year 0)
+  '22007': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
+  '22008': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
   // invalid_parameter_value, raised by change_weld_status() for an NDT record that does not
   // cover the weld
   '22023': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),

@@ -67,7 +67,17 @@ test('usage errors exit 2 with the usage text, before any database is reached', 
   for (const args of [[], ['tenant'], ['tenant', 'remove', 'x'], ['frobnicate']]) {
     const result = await runCli(args, env);
     t.is(result.code, 2, args.join(' '));
-    t.regex(result.stderr, /^usage:\n {2}weld-admin tenant add/, args.join(' '));
+    t.regex(
+      result.stderr,
+      /^(weld-admin: unknown command '.*'\n)?usage:\n {2}weld-admin tenant add/,
+      args.join(' '),
+    );
+    if (args.length > 0) t.regex(result.stderr, /unknown command/, args.join(' '));
+  }
+  for (const flag of ['--help', '-h', 'help']) {
+    const help = await runCli([flag], env);
+    t.is(help.code, 0, flag);
+    t.regex(help.stdout, /^usage:\n {2}weld-admin tenant add/);
   }
   for (const [args, message] of [
     [['tenant', 'add'], /expected <slug>/],

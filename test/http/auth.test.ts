@@ -648,6 +648,17 @@ test('40 concurrent wrong-password logins for one user: a handful of verdicts, t
   // (The delays themselves are checked in test/db/auth-sql.test.ts.)
 });
 
+test('IPv6 clients are throttled by their /64: rotating addresses within it does not escape', async (t) => {
+  const { port } = await setup(t, { trustProxy: 1 });
+  const from = (address: string, userName: string, password = 'wrong') =>
+    login(port, A, userName, password, { 'x-forwarded-for': address });
+  for (let i = 0; i < 30; i++) {
+    t.is((await from(`2001:db8:1:2::${(i + 1).toString(16)}`, `nobody${i}`)).status, 401);
+  }
+  t.is((await from('2001:db8:1:2:ffff::99', 'viewer', PASSWORD)).status, 429, 'same /64');
+  t.is((await from('2001:db8:1:3::1', 'viewer', PASSWORD)).status, 200, 'another /64');
+});
+
 test('behind one trusted proxy, a client cannot choose its address with X-Forwarded-For', async (t) => {
   const { port } = await setup(t, { trustProxy: 1 });
   // The proxy appends the address it saw; whatever the client put before it does not count.

@@ -4,6 +4,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { addTenant } from '../../db/tenants.ts';
+import { SessionRevocations } from '../../server/auth/revocations.ts';
 import { startHousekeeping } from '../../server/housekeeping.ts';
 import { createLogger } from '../../server/http/log.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
@@ -132,4 +133,33 @@ test('the server purges stale throttle rows, used refresh tokens and ended sessi
   t.is(left, 0);
   t.is(await count('select count(*) from weld_private.refresh_tokens'), 0);
   t.truthy(session.refreshToken);
+});
+
+test('a revocation whose notification never came is found by the periodic reload', async (t) => {
+  const { target, owner } = await setup(t);
+  const revocations = new SessionRevocations(target.authenticatorUrl, {
+    accessTokenTtl: 600,
+    reloadEveryMs: 200,
+  });
+  await revocations.start();
+  t.teardown(() => revocations.stop());
+  const { rows } = await owner.query<{ tenant_id: string; id: string }>(
+    `insert into weld_private.sessions (tenant_id, user_id)
+     select tenant_id, id from weld_public.users where user_name = 'viewer'
+     returning tenant_id, id`,
+  );
+  const { tenant_id: tenantId, id: sessionId } = rows[0]!;
+  // A lost notification, as far as the listener can tell: the announcing trigger is off.
+  await owner.query('alter table weld_private.sessions disable trigger _900_notify_revoked');
+  await owner.query(
+    `update weld_private.sessions set revoked_at = now(), revoked_reason = 'logout' where id = $1`,
+    [sessionId],
+  );
+  t.false(revocations.isRevoked(tenantId, sessionId), 'not announced');
+  let seen = false;
+  for (let i = 0; i < 30 && !seen; i++) {
+    await sleep(100);
+    seen = revocations.isRevoked(tenantId, sessionId);
+  }
+  t.true(seen);
 });

@@ -197,6 +197,7 @@ for (const prefix of PREFIXES) {
       ['status=PENDING,nope', 'status'],
       ['isoId=42', 'isoId'],
       ['updatedSince=yesterday', 'updatedSince'],
+      ['updatedSince=0000-01-01', 'updatedSince'],
       ['limit=-1', 'limit'],
     ] as const) {
       const res = await get(w, at(`/welds?${query}`));
