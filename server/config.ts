@@ -17,7 +17,11 @@ import {
 import type { TrustProxy } from './http/tenancy.ts';
 
 /** GraphQL's limits when the environment does not set them (see server/graphql-cost.ts). */
-export const GRAPHQL_DEFAULTS = { maxCost: 100_000, statementTimeoutMs: 10_000, poolMax: 5 } as const;
+export const GRAPHQL_DEFAULTS = {
+  maxCost: 100_000,
+  statementTimeoutMs: 10_000,
+  poolMax: 5,
+} as const;
 
 const envSchema = z.object({
   ...databaseEnv,
