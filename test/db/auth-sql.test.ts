@@ -145,7 +145,10 @@ test('a blocked user name answers retry_after even for the right password; a suc
   t.is(after['addr:192.0.2.7']!.failures, 5);
   const again = await begin(pool, a, 'viewer-alpha', '192.0.2.7');
   t.is(again.retry_after, null);
-  t.is((await throttle(owner, a))['user:viewer-alpha']!.failures, 1, 'the count started over');
+  // The count started over, on the key of an address the user now signed in from (see below).
+  const counted = await throttle(owner, a);
+  t.is(counted['user-addr:viewer-alpha:192.0.2.7']!.failures, 1);
+  t.is(counted['user:viewer-alpha'], undefined);
 });
 
 test('per address: 30 attempts within 10 minutes block it until the window ends; others are not affected', async (t) => {
@@ -196,6 +199,177 @@ test('an unknown user name gets the same answer shape, and is throttled the same
 });
 
 //------------------------------------------------------------------------------------------------
+// Known addresses: an attacker cannot lock a user out of the addresses it signs in from.
+
+/** A login the way the server makes one with the right password: begin, then succeed. */
+async function signIn(pool: pg.Pool, fx: TenantFixture, userName: string, address: string) {
+  const started = await begin(pool, fx, userName, address);
+  if (started.retry_after !== null || !started.user_id) {
+    throw new Error(`${userName} from ${address}: ${JSON.stringify(started)}`);
+  }
+  await succeed(pool, fx, started.user_id, address);
+}
+
+/** Fails (retry_after null: the attempt was counted and got a verdict) n times. */
+async function fail(
+  t: ExecutionContext,
+  pool: pg.Pool,
+  fx: TenantFixture,
+  userName: string,
+  address: string,
+  n: number,
+) {
+  for (let i = 0; i < n; i++) {
+    t.is((await begin(pool, fx, userName, address)).retry_after, null, `failure ${i + 1}`);
+  }
+}
+
+const HOME = '192.0.2.20';
+const ATTACKER = '198.51.100.66';
+const ELSEWHERE = '203.0.113.5';
+const HOME_KEY = `user-addr:viewer-alpha:${HOME}`;
+
+test("an attacker's failures from elsewhere block the user name for unknown addresses only; the user signs in from a known one", async (t) => {
+  const { owner, pool, a } = await setup(t);
+  await signIn(pool, a, 'viewer-alpha', HOME);
+  const known = await owner.query(
+    `select user_id, address from weld_private.known_addresses where tenant_id = $1`,
+    [a.tenantId],
+  );
+  t.deepEqual(
+    known.rows,
+    [{ user_id: a.users.viewer, address: HOME }],
+    'the success is remembered',
+  );
+
+  // The attacker: 5 wrong passwords, then the user name is blocked (and kept so, one a minute).
+  await fail(t, pool, a, 'viewer-alpha', ATTACKER, 5);
+  t.true((await begin(pool, a, 'viewer-alpha', ATTACKER)).retry_after! >= 1);
+
+  // An unknown address is blocked, even with the right password, and its attempt not counted.
+  const unknown = await begin(pool, a, 'Viewer-Alpha', ELSEWHERE);
+  t.true(unknown.retry_after! >= 1, 'an unknown address waits');
+  t.is(unknown.password_hash, null);
+  let rows = await throttle(owner, a);
+  t.is(rows[`addr:${ELSEWHERE}`]!.failures, 0, 'its address attempt was taken back');
+  t.is(rows['user:viewer-alpha']!.failures, 5);
+
+  // The user's own address skips the user-wide delay: a verdict, and with the right password a
+  // session.
+  const home = await begin(pool, a, 'VIEWER-ALPHA', HOME);
+  t.deepEqual(
+    [home.retry_after, home.user_id, home.password_hash],
+    [null, a.users.viewer, FAKE_HASH],
+  );
+  t.is((await throttle(owner, a))[HOME_KEY]!.failures, 1, 'counted on its own key');
+  await succeed(pool, a, a.users.viewer, HOME);
+
+  // The success clears its own key only: the attacker's failures still hold the user-wide key.
+  rows = await throttle(owner, a);
+  t.is(rows[HOME_KEY], undefined);
+  t.is(rows['user:viewer-alpha']!.failures, 5);
+  t.true(rows['user:viewer-alpha']!.blocked);
+  t.true((await begin(pool, a, 'viewer-alpha', ATTACKER)).retry_after! >= 1, 'still blocked');
+  const sessions = await owner.query<{ n: number }>(
+    `select count(*)::int as n from weld_private.sessions where tenant_id = $1 and user_id = $2`,
+    [a.tenantId, a.users.viewer],
+  );
+  t.is(sessions.rows[0]!.n, 2);
+});
+
+test('a known address gets the same growing delays on its own key: 5 attempts, then 1, 2, 4 ... 60 s', async (t) => {
+  const { owner, pool, a } = await setup(t);
+  await signIn(pool, a, 'viewer-alpha', HOME);
+
+  await fail(t, pool, a, 'viewer-alpha', HOME, 5);
+  const blocked = await begin(pool, a, 'viewer-alpha', HOME);
+  t.true(blocked.retry_after! >= 1, 'the 6th waits');
+  t.is(blocked.password_hash, null);
+  const rows = await throttle(owner, a);
+  t.deepEqual([rows[HOME_KEY]!.failures, rows[HOME_KEY]!.blocked], [5, true]);
+  t.is(rows['user:viewer-alpha'], undefined, 'not counted against the user name elsewhere');
+  t.is(rows[`addr:${HOME}`]!.failures, 5, 'and counted against the address, as every attempt');
+  // Another address of the user is not slowed by this one's failures.
+  t.is((await begin(pool, a, 'viewer-alpha', ELSEWHERE)).retry_after, null);
+
+  // The delays, each waited out (moved back in time here).
+  const delays: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    await owner.query(
+      `update weld_private.login_throttle set blocked_until = blocked_until - interval '61 seconds'
+        where throttle_key = $1 and blocked_until is not null`,
+      [HOME_KEY],
+    );
+    t.is((await begin(pool, a, 'viewer-alpha', HOME)).retry_after, null);
+    const { rows: delay } = await owner.query<{ seconds: number }>(
+      `select extract(epoch from blocked_until - last_failure_at)::float8 as seconds
+         from weld_private.login_throttle where throttle_key = $1`,
+      [HOME_KEY],
+    );
+    delays.push(Math.round(delay[0]!.seconds));
+  }
+  t.deepEqual(delays, [2, 4, 8, 16, 32, 60, 60, 60]);
+});
+
+test('the per-address limit applies to known addresses too', async (t) => {
+  const { owner, pool, a } = await setup(t);
+  await signIn(pool, a, 'viewer-alpha', HOME);
+  await fail(t, pool, a, 'viewer-alpha', HOME, 3);
+  for (let i = 0; i < 27; i++) {
+    t.is((await begin(pool, a, `nobody${i}`, HOME)).retry_after, null);
+  }
+  const blocked = await begin(pool, a, 'viewer-alpha', HOME);
+  t.true(blocked.retry_after! > 0 && blocked.retry_after! <= 600, `${blocked.retry_after}`);
+  t.is(blocked.password_hash, null);
+  const rows = await throttle(owner, a);
+  t.is(rows[`addr:${HOME}`]!.failures, 30);
+  t.is(rows[HOME_KEY]!.failures, 3, 'a refused attempt is not counted on the user key');
+});
+
+for (const known of [false, true]) {
+  test(`40 parallel guesses from one ${known ? 'known' : 'unknown'} address: at most 5 get a verdict`, async (t) => {
+    const { owner, pool, a } = await setup(t, 40);
+    if (known) await signIn(pool, a, 'inspector-alpha', HOME);
+    const warm = await Promise.all(Array.from({ length: 40 }, () => pool.connect()));
+    for (const client of warm) client.release();
+
+    const address = known ? HOME : ATTACKER;
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () => begin(pool, a, 'inspector-alpha', address)),
+    );
+    const verdicts = results.filter((r) => r.retry_after === null);
+    t.true(verdicts.length >= 1 && verdicts.length <= 5, `${verdicts.length} got a verdict`);
+    for (const r of results.filter((r) => r.retry_after !== null)) {
+      t.deepEqual([r.user_id, r.password_hash], [null, null]);
+    }
+    const rows = await throttle(owner, a);
+    const key = known ? `user-addr:inspector-alpha:${HOME}` : 'user:inspector-alpha';
+    t.is(rows[key]!.failures, verdicts.length);
+    t.is(rows[known ? 'user:inspector-alpha' : `user-addr:inspector-alpha:${HOME}`], undefined);
+    t.is(rows[`addr:${address}`]!.failures, verdicts.length);
+  });
+}
+
+test('an address is known for 30 days after its last success', async (t) => {
+  const { owner, pool, a } = await setup(t);
+  await signIn(pool, a, 'viewer-alpha', HOME);
+  await owner.query(
+    `update weld_private.known_addresses set last_success_at = now() - interval '31 days'`,
+  );
+  await begin(pool, a, 'viewer-alpha', HOME);
+  let rows = await throttle(owner, a);
+  t.is(rows['user:viewer-alpha']!.failures, 1, 'forgotten: counted user-wide');
+  t.is(rows[HOME_KEY], undefined);
+
+  // A success from it makes it known again (and clears the user-wide key its attempt counted on).
+  await succeed(pool, a, a.users.viewer, HOME);
+  rows = await throttle(owner, a);
+  t.is(rows['user:viewer-alpha'], undefined);
+  await begin(pool, a, 'viewer-alpha', HOME);
+  t.is((await throttle(owner, a))[HOME_KEY]!.failures, 1, 'known again');
+});
+
+//------------------------------------------------------------------------------------------------
 // Housekeeping
 
 test('purge_auth_bookkeeping deletes what has served its purpose, in every tenant, and keeps the rest', async (t) => {
@@ -208,8 +382,16 @@ test('purge_auth_bookkeeping deletes what has served its purpose, in every tenan
               ($1, 'user:old-blocked', 20, now() - interval '2 hours',  now() - interval '2 hours',  now() + interval '1 minute'),
               ($1, 'user:recent',       2, now() - interval '10 minutes', now() - interval '10 minutes', null),
               ($1, 'addr:old',         12, now() - interval '11 minutes', now() - interval '11 minutes', null),
-              ($1, 'addr:current',     12, now() - interval '5 minutes',  now() - interval '5 minutes',  null)`,
+              ($1, 'addr:current',     12, now() - interval '5 minutes',  now() - interval '5 minutes',  null),
+              ($1, 'user-addr:old:192.0.2.1',    4, now() - interval '2 hours', now() - interval '2 hours', null),
+              ($1, 'user-addr:recent:192.0.2.1', 4, now() - interval '10 minutes', now() - interval '10 minutes', null)`,
       [fx.tenantId],
+    );
+    await owner.query(
+      `insert into weld_private.known_addresses (tenant_id, user_id, address, last_success_at)
+       values ($1, $2, '192.0.2.1', now() - interval '31 days'),
+              ($1, $2, '192.0.2.2', now() - interval '29 days')`,
+      [fx.tenantId, fx.users.viewer],
     );
     await owner.query(
       `insert into weld_private.sessions (tenant_id, id, user_id, created_at, revoked_at, revoked_reason)
@@ -244,9 +426,15 @@ test('purge_auth_bookkeeping deletes what has served its purpose, in every tenan
     c.query('select * from weld_hidden.purge_auth_bookkeeping()'),
   );
   t.deepEqual(purged.rows, [
-    // Per tenant: user:old, addr:old; tokens 3a, 3b, 4a; sessions 1 (revoked 2 days ago, its
-    // token going with it) and 3 (no unexpired token left).
-    { deleted_throttle_rows: 4, deleted_refresh_tokens: 6, deleted_sessions: 4 },
+    // Per tenant: user:old, addr:old, user-addr:old; tokens 3a, 3b, 4a; sessions 1 (revoked 2
+    // days ago, its token going with it) and 3 (no unexpired token left); the address unused for
+    // 31 days.
+    {
+      deleted_throttle_rows: 6,
+      deleted_refresh_tokens: 6,
+      deleted_sessions: 4,
+      deleted_known_addresses: 2,
+    },
   ]);
 
   for (const fx of [a, b]) {
@@ -256,7 +444,15 @@ test('purge_auth_bookkeeping deletes what has served its purpose, in every tenan
     );
     t.deepEqual(
       throttleKeys.rows.map((r) => r.throttle_key),
-      ['addr:current', 'user:old-blocked', 'user:recent'],
+      ['addr:current', 'user-addr:recent:192.0.2.1', 'user:old-blocked', 'user:recent'],
+    );
+    const addresses = await owner.query<{ address: string }>(
+      `select address from weld_private.known_addresses where tenant_id = $1`,
+      [fx.tenantId],
+    );
+    t.deepEqual(
+      addresses.rows.map((r) => r.address),
+      ['192.0.2.2'],
     );
     const sessions = await owner.query<{ id: string }>(
       `select id from weld_private.sessions where tenant_id = $1 order by created_at, id`,
@@ -277,7 +473,12 @@ test('purge_auth_bookkeeping deletes what has served its purpose, in every tenan
     c.query('select * from weld_hidden.purge_auth_bookkeeping()'),
   );
   t.deepEqual(again.rows, [
-    { deleted_throttle_rows: 0, deleted_refresh_tokens: 0, deleted_sessions: 0 },
+    {
+      deleted_throttle_rows: 0,
+      deleted_refresh_tokens: 0,
+      deleted_sessions: 0,
+      deleted_known_addresses: 0,
+    },
   ]);
 });
 

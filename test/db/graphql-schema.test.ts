@@ -128,3 +128,35 @@ test('aggregates are enabled on welds, NDT records and inspections only', (t) =>
     t.false(fields(connection).includes('aggregates'), connection);
   }
 });
+
+test('groupedAggregates group by what reports group by, never by a column (nearly) unique per row', (t) => {
+  const values = (typeName: string) => {
+    const type = schema.getType(typeName);
+    if (!(type instanceof GraphQLEnumType)) throw new Error(`${typeName} is not an enum`);
+    return type.getValues().map((v) => v.name);
+  };
+  const perRow: Record<string, string[]> = {
+    WeldGroupBy: [
+      'ROW_ID',
+      'WELD_NUMBER',
+      'CREATED_AT',
+      'UPDATED_AT',
+      'UPDATED_AT_TRUNCATED_TO_HOUR',
+      'UPDATED_AT_TRUNCATED_TO_DAY',
+    ],
+    NdtRecordGroupBy: ['ROW_ID', 'REPORT_NUMBER', 'NOTES', 'CREATED_AT', 'UPDATED_AT'],
+    InspectionGroupBy: ['ROW_ID', 'NOTES', 'CREATED_AT', 'UPDATED_AT'],
+  };
+  for (const [typeName, absent] of Object.entries(perRow)) {
+    for (const value of absent) t.false(values(typeName).includes(value), `${typeName}.${value}`);
+  }
+  // What stays (the README's analyst queries group by ISO_ID and STATUS, and by WELDER_ID).
+  t.deepEqual(values('WeldGroupBy'), ['ISO_ID', 'WELDER_ID', 'WPS_ID', 'STATUS']);
+  t.deepEqual(values('NdtRecordGroupBy'), ['METHOD', 'EXAMINED_ON']);
+  t.deepEqual(values('InspectionGroupBy'), ['INSPECTED_ON']);
+  // Ordering by those columns stays.
+  const order = values('WeldOrderBy');
+  for (const value of ['ROW_ID_ASC', 'WELD_NUMBER_ASC', 'UPDATED_AT_DESC']) {
+    t.true(order.includes(value), value);
+  }
+});

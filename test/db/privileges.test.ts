@@ -150,7 +150,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.login_succeed(user_id uuid, address text, session_id uuid, refresh_hash bytea, refresh_ttl interval)':
       server(rules),
     'weld_hidden.logout(token_hash bytea)': server(rules),
-    'weld_hidden.purge_auth_bookkeeping(OUT deleted_throttle_rows integer, OUT deleted_refresh_tokens integer, OUT deleted_sessions integer)':
+    'weld_hidden.purge_auth_bookkeeping(OUT deleted_throttle_rows integer, OUT deleted_refresh_tokens integer, OUT deleted_sessions integer, OUT deleted_known_addresses integer)':
       server(owner),
     'weld_hidden.refresh_rotate(old_hash bytea, new_hash bytea, new_box bytea, grace interval, ttl interval)':
       server(rules),
@@ -168,6 +168,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.disable_user(tenant uuid, user_name citext)': owner,
     'weld_private.examination_created_in_this_transaction(subject text, tenant uuid, record_id uuid)':
       rules,
+    'weld_private.login_address_known(tenant uuid, user_id uuid, address text)': rules,
     'weld_private.login_take_back(tenant uuid, address text)': rules,
     'weld_private.secure_tenant_table(tbl regclass)': owner,
     'weld_private.seed_transition_rules(for_tenant uuid)': owner,
@@ -180,6 +181,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_film_interval_welds__examination_change()': rules,
     'weld_private.tg_film_intervals__examination_change()': rules,
     'weld_private.tg_sessions__notify_revoked()': owner,
+    'weld_private.tg_sessions__stamp_revocation()': owner,
+    'weld_private.tg_user_credentials__revoke_sessions()': owner,
     'weld_private.tg_users__revoke_sessions()': owner,
     'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
       roles(rules, 'weld_viewer'),

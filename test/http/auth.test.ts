@@ -631,6 +631,18 @@ test('login throttling per user name: 429 with Retry-After, even for the right p
   t.is((await login(port, A, 'viewer', 'wrong')).status, 401, 'and the count started over');
 });
 
+test('an attacker cannot lock a user out: the user signs in from an address it used before', async (t) => {
+  const { port } = await setup(t, { trustProxy: 1 });
+  const from = (address: string, password: string) =>
+    login(port, A, 'viewer', password, { 'x-forwarded-for': address });
+  t.is((await from('198.51.100.20', PASSWORD)).status, 200, 'the user, earlier, from home');
+  // The attacker keeps the user name blocked from its own address.
+  for (let i = 0; i < 8; i++) await from('203.0.113.66', 'guess');
+  t.is((await from('203.0.113.66', PASSWORD)).status, 429, 'even the right password, from there');
+  t.is((await from('192.0.2.33', PASSWORD)).status, 429, 'and from any new address');
+  t.is((await from('198.51.100.20', PASSWORD)).status, 200, 'but not from where the user was');
+});
+
 test('40 concurrent wrong-password logins for one user: a handful of verdicts, the rest 429', async (t) => {
   const { port } = await setup(t);
   const started = Date.now();

@@ -4,6 +4,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { addTenant } from '../../db/tenants.ts';
+import { setPassword } from '../../db/users.ts';
 import { SessionRevocations } from '../../server/auth/revocations.ts';
 import { startHousekeeping } from '../../server/housekeeping.ts';
 import { createLogger } from '../../server/http/log.ts';
@@ -89,6 +90,21 @@ test('an admin disabling a user through GraphQL ends its sessions; others keep t
   });
   t.is(refresh.status, 401);
   t.is((await me(first.port, viewer)).status, 200);
+});
+
+test('a new password (weld-admin user set-password) ends the sessions', async (t) => {
+  const { first, owner } = await setup(t);
+  const session = (await login(first.port, A, 'inspector')).json;
+  t.is((await me(first.port, session.accessToken)).status, 200);
+  await setPassword(owner, 'alpha', 'inspector', 'a brand new passphrase');
+  t.is(await eventually(first.port, session.accessToken, 401), 401);
+  const refresh = await request(first.port, {
+    method: 'POST',
+    path: '/auth/refresh',
+    host: A,
+    body: { refreshToken: session.refreshToken },
+  });
+  t.is(refresh.status, 401);
 });
 
 test('a role changed in plain SQL ends the sessions, even after the listener lost its connection', async (t) => {
