@@ -10,7 +10,7 @@
 // server, a second instance, the admin CLI, a test) computes the same password, so none of them
 // has to store it and none of them breaks the others by changing it. They reach PostgreSQL as a
 // SCRAM verifier, never as plain text.
-import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -101,14 +101,7 @@ async function bootstrapFromRoot(
     const url = new URL(rootUrl);
     url.username = role;
     url.password = password;
-    if (!(await canLogIn(url.href))) {
-      await withRetryOnCatalogRace(() =>
-        runScript(
-          rootUrl,
-          `alter role ${role} password ${pg.escapeLiteral(scramVerifier(password))}`,
-        ),
-      );
-    }
+    await withRetryOnCatalogRace(() => ensurePassword(rootUrl, role, password));
     return url.href;
   };
   return {
@@ -143,13 +136,35 @@ async function runScript(url: string, sql: string): Promise<void> {
   }
 }
 
-async function canLogIn(url: string): Promise<boolean> {
+/**
+ * Makes `password` the role's password unless it is already, without trying to log in with it:
+ * a failed login writes "password authentication failed" to the server's log, which alarms DBAs.
+ * With the right to read pg_authid (a superuser, as the embedded cluster's is), the role's stored
+ * SCRAM verifier is checked against the password as the server would check it, and the password
+ * set only when it does not match (a first start; a changed root password). Without it (a role
+ * that has CREATEROLE only), it is set at every start. Setting it disturbs nobody: sessions
+ * already open keep going, every process holding the root URL sets the same password (another
+ * salt, the same password), and two ALTER ROLEs colliding on the catalog are retried.
+ */
+async function ensurePassword(rootUrl: string, role: string, password: string): Promise<void> {
+  const client = await connectClient(rootUrl);
   try {
-    await (await connectClient(url)).end();
-    return true;
-  } catch (error) {
-    if ((error as { code?: string }).code === '28P01') return false; // wrong password
-    throw error;
+    const readable = await client.query<{ ok: boolean }>(
+      `select has_table_privilege('pg_catalog.pg_authid', 'select') as ok`,
+    );
+    if (readable.rows[0]?.ok) {
+      const stored = await client.query<{ verifier: string | null }>(
+        'select rolpassword as verifier from pg_catalog.pg_authid where rolname = $1',
+        [role],
+      );
+      const verifier = stored.rows[0]?.verifier;
+      if (verifier && scramMatches(verifier, password)) return;
+    }
+    await client.query(
+      `alter role ${pg.escapeIdentifier(role)} password ${pg.escapeLiteral(scramVerifier(password))}`,
+    );
+  } finally {
+    await client.end();
   }
 }
 
@@ -169,16 +184,43 @@ async function withRetryOnCatalogRace(work: () => Promise<void>): Promise<void> 
   }
 }
 
-/** RFC 7677 SCRAM-SHA-256 verifier, the form PostgreSQL stores (and accepts) for a password. */
+/**
+ * RFC 7677 SCRAM-SHA-256 verifier, the form PostgreSQL stores (and accepts) for a password. (The
+ * server SASLprep-normalises passwords first; derived ones are base64url, which it leaves as is.)
+ */
 function scramVerifier(password: string): string {
   const salt = randomBytes(16);
   const iterations = 4096;
-  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
-  const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
-  const storedKey = createHash('sha256').update(hmac(salted, 'Client Key')).digest();
-  const serverKey = hmac(salted, 'Server Key');
+  const { storedKey, serverKey } = scramKeys(password, salt, iterations);
   const b64 = (b: Buffer) => b.toString('base64');
   return `SCRAM-SHA-256$${iterations}:${b64(salt)}$${b64(storedKey)}:${b64(serverKey)}`;
+}
+
+/** Whether a stored SCRAM-SHA-256 verifier is that of `password` (anything else: no). */
+function scramMatches(verifier: string, password: string): boolean {
+  const parts = /^SCRAM-SHA-256\$(\d+):([^$]+)\$([^:]+):(.+)$/.exec(verifier);
+  const iterations = Number(parts?.[1]);
+  // Beyond what anyone configures: set the password again rather than spend minutes checking.
+  if (!parts || !(iterations > 0 && iterations <= 1_000_000)) return false;
+  const keys = scramKeys(password, Buffer.from(parts[2]!, 'base64'), iterations);
+  const same = (key: Buffer, stored: string) => {
+    const decoded = Buffer.from(stored, 'base64');
+    return decoded.length === key.length && timingSafeEqual(decoded, key);
+  };
+  return same(keys.storedKey, parts[3]!) && same(keys.serverKey, parts[4]!);
+}
+
+function scramKeys(
+  password: string,
+  salt: Buffer,
+  iterations: number,
+): { storedKey: Buffer; serverKey: Buffer } {
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
+  return {
+    storedKey: createHash('sha256').update(hmac(salted, 'Client Key')).digest(),
+    serverKey: hmac(salted, 'Server Key'),
+  };
 }
 
 /** A connection string fit for logs: the password is gone. */

@@ -16,6 +16,18 @@
 //
 // The temp files of a start (the initdb password file) go beside the cluster, never to /tmp, and
 // are removed whatever happens.
+//
+// As root, DATA_DIR must be root's alone (a real directory, owned by root, writable by nobody
+// else), and the secret, the log and the port file are opened without following a symlink and
+// used only as root's own regular files: another local user must not be able to choose the
+// superuser's password, or make root write to a file of their choosing (embedded-staging.ts holds
+// DATA_DIR/pg and STATE_DIR to the same). Not root, the files are still never followed as symlinks.
+//
+// PostgreSQL and initdb run in a process group of their own, so a Ctrl-C in a terminal (SIGINT to
+// the whole foreground group) reaches this process only: the server finishes its in-flight
+// requests and then stops PostgreSQL itself (stop()). A process that handles no such signal
+// (weld-admin, the server while it starts) would otherwise leave them running when one ends it;
+// see stopOnUnhandledSignal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -24,9 +36,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { ConfigError } from './config.ts';
 import {
   STATE_DIR,
+  assertRootOnly,
   clustersDir,
+  modeText,
   placeCluster,
   postgresOsUser,
   usableBinaries,
@@ -61,67 +76,87 @@ export interface EmbeddedOptions {
  */
 export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<EmbeddedCluster> {
   const dataDir = path.resolve(options.dataDir);
-  const stateDir = options.stateDir ?? STATE_DIR;
+  const stateDir = path.resolve(options.stateDir ?? STATE_DIR);
   const runAs = postgresOsUser();
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makeDataDir(dataDir, runAs !== undefined);
+  // DATA_DIR's own files first: what is refused is refused before anything is made.
   const superuserPassword = readOrCreateSecret(path.join(dataDir, 'superuser.secret'));
-  const { pgData, scratchDir } = placeCluster(dataDir, runAs, stateDir);
-  const bin = await binaries(runAs, stateDir);
-
-  if (!fs.existsSync(path.join(pgData, 'PG_VERSION'))) {
-    await initdb(bin, pgData, scratchDir, superuserPassword, runAs);
-  }
-
-  const running = runningPostmaster(pgData);
-  if (running) {
-    return {
-      ...running,
-      superuserPassword,
-      startedHere: false,
-      stop: async () => {},
-    };
-  }
-
-  const port = options.port || (await rememberedPortIfFree(dataDir, pgData)) || (await freePort());
+  const portFile = path.join(dataDir, 'pg.port');
+  const rememberedPort = Number(readOwnFile(portFile, 'pg.port')?.trim());
   const logFile = path.join(dataDir, 'postgres.log');
-  const logFd = fs.openSync(logFile, 'a', 0o600);
-  const settings = {
-    listen_addresses: '127.0.0.1',
-    unix_socket_directories: '',
-    max_connections: '200',
-    shared_buffers: '256MB',
-    ...options.settings,
-  };
-  const child = spawn(
-    bin.postgres,
-    [
-      '-D',
-      pgData,
-      '-p',
-      String(port),
-      ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-    ],
-    // cwd: the postgres user may not be able to enter ours.
-    { stdio: ['ignore', logFd, logFd], cwd: '/', ...(runAs ?? {}) },
+  const logFd = openOwnFile(
+    logFile,
+    fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT,
+    0o600,
+    'postgres.log',
   );
-  fs.closeSync(logFd);
+  let child: ChildProcess;
+  let port: number;
+  try {
+    const { pgData, scratchDir } = placeCluster(dataDir, runAs, stateDir);
+    const bin = await binaries(runAs, stateDir);
+
+    if (!fs.existsSync(path.join(pgData, 'PG_VERSION'))) {
+      await initdb(bin, pgData, scratchDir, superuserPassword, runAs);
+    }
+
+    const running = runningPostmaster(pgData);
+    if (running) {
+      return {
+        ...running,
+        superuserPassword,
+        startedHere: false,
+        stop: async () => {},
+      };
+    }
+
+    port =
+      options.port ||
+      (await portIfFree(rememberedPort || portInOpts(pgData))) ||
+      (await freePort());
+    const settings = {
+      listen_addresses: '127.0.0.1',
+      unix_socket_directories: '',
+      max_connections: '200',
+      shared_buffers: '256MB',
+      ...options.settings,
+    };
+    child = spawn(
+      bin.postgres,
+      [
+        '-D',
+        pgData,
+        '-p',
+        String(port),
+        ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+      ],
+      // cwd: the postgres user may not be able to enter ours. detached: a process group of its
+      // own, out of reach of the terminal's Ctrl-C (see the top of this file).
+      { stdio: ['ignore', logFd, logFd], cwd: '/', detached: true, ...(runAs ?? {}) },
+    );
+  } finally {
+    fs.closeSync(logFd); // postgres has its own copy
+  }
+  const started = child;
+  const forget = stopOnUnhandledSignal(() => started.kill('SIGINT'));
   const exited = new Promise<string>((resolve) => {
-    child.once('exit', (code, signal) => resolve(`exit ${code ?? signal}`));
-    child.once('error', (error) => resolve(error.message));
+    started.once('exit', (code, signal) => resolve(`exit ${code ?? signal}`));
+    started.once('error', (error) => resolve(error.message));
   });
+  void exited.then(forget);
   try {
     await waitUntilReady(port, superuserPassword, exited, logFile);
+    writeOwnFile(portFile, `${port}\n`, 'pg.port');
   } catch (error) {
-    await stopChild(child, exited);
+    await stopChild(started, exited);
     throw error;
   }
-  fs.writeFileSync(path.join(dataDir, 'pg.port'), `${port}\n`);
   return {
     port,
     superuserPassword,
-    pid: child.pid!,
+    pid: started.pid!,
     startedHere: true,
-    stop: () => stopChild(child, exited),
+    stop: () => stopChild(started, exited),
   };
 }
 
@@ -185,11 +220,118 @@ async function binaries(runAs: OsUser | undefined, stateDir: string): Promise<Bi
   return usable;
 }
 
+/**
+ * DATA_DIR, made if missing. As root it must be root's alone: a real directory (not a symlink:
+ * where it points could change), owned by root, writable by nobody else, since root trusts what
+ * it finds there.
+ */
+function makeDataDir(dataDir: string, asRoot: boolean): void {
+  if (!fs.lstatSync(dataDir, { throwIfNoEntry: false })) {
+    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  }
+  if (!asRoot) return;
+  const link = fs.lstatSync(dataDir).isSymbolicLink();
+  const real = link && fs.existsSync(dataDir) ? fs.realpathSync(dataDir) : undefined;
+  assertRootOnly(
+    dataDir,
+    'DATA_DIR',
+    'directory',
+    link ? `set DATA_DIR to ${real ?? 'the directory itself'}` : undefined,
+  );
+}
+
+const FILE_FIXES: Record<string, string> = {
+  'superuser.secret':
+    'replace it with a regular file, owned by root and mode 0600, holding the password the ' +
+    'cluster was made with (or, for a new cluster, remove it)',
+  'postgres.log': 'remove it; it is made again at the next start',
+  'pg.port': 'remove it; it is made again at the next start',
+};
+
+/**
+ * Opens a file of DATA_DIR without following a symlink (O_NOFOLLOW), nor waiting on a FIFO
+ * (O_NONBLOCK, which means nothing to a regular file). It must be a regular file; as root also
+ * root's, with no other hard link (so it is not some other file of root's), and the secret
+ * readable by root alone. Otherwise one line naming it and the fix.
+ */
+function openOwnFile(file: string, flags: number, mode: number, name: string): number {
+  const refuse = (problem: string) =>
+    new ConfigError(`${file} ${problem}, and the service does not trust it: ${FILE_FIXES[name]}`);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, flags | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, mode);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw refuse('is a symlink');
+    if (code === 'ENXIO' || code === 'EISDIR') throw refuse('is not a regular file'); // FIFO, dir
+    throw error;
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) throw refuse('is not a regular file');
+    if (process.getuid?.() === 0) {
+      if (stat.uid !== 0) throw refuse(`belongs to uid ${stat.uid}, not root`);
+      if (stat.nlink !== 1) throw refuse(`has ${stat.nlink} hard links`);
+      if (name === 'superuser.secret' && stat.mode & 0o077) {
+        throw refuse(`can be read or written by others (mode ${modeText(stat)})`);
+      }
+    }
+    return fd;
+  } catch (error) {
+    fs.closeSync(fd);
+    throw error;
+  }
+}
+
+/** A file of DATA_DIR (see openOwnFile); undefined when there is none. */
+function readOwnFile(file: string, name: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openOwnFile(file, fs.constants.O_RDONLY, 0, name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Replaces the content of a file of DATA_DIR (see openOwnFile), made if missing. */
+function writeOwnFile(file: string, content: string, name: string): void {
+  // Truncated only once it has passed the checks.
+  const fd = openOwnFile(file, fs.constants.O_WRONLY | fs.constants.O_CREAT, 0o644, name);
+  try {
+    fs.ftruncateSync(fd);
+    fs.writeSync(fd, content);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 function readOrCreateSecret(file: string): string {
-  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
-  const secret = randomBytes(24).toString('base64url');
-  fs.writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' });
-  return secret;
+  for (;;) {
+    const found = readOwnFile(file, 'superuser.secret');
+    if (found !== undefined) return found.trim();
+    const secret = randomBytes(24).toString('base64url');
+    let fd: number;
+    try {
+      // O_EXCL: made here, never through a symlink.
+      fd = fs.openSync(file, 'wx', 0o600);
+    } catch (error) {
+      // Another process made it first: read theirs.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    try {
+      fs.writeSync(fd, secret + '\n');
+    } finally {
+      fs.closeSync(fd);
+    }
+    return secret;
+  }
 }
 
 async function initdb(
@@ -200,12 +342,15 @@ async function initdb(
   runAs: OsUser | undefined,
 ): Promise<void> {
   const madeHere = fs.mkdirSync(pgData, { recursive: true, mode: 0o700 }) !== undefined;
-  if (runAs) fs.chownSync(pgData, runAs.uid, runAs.gid);
+  // Only a directory made just now changes hands: one found is the postgres user's already
+  // (placeCluster), and a chown through something planted could hand anything to postgres.
+  if (runAs && madeHere) fs.chownSync(pgData, runAs.uid, runAs.gid);
   // The password reaches initdb through a 0600 file in a private directory, beside the cluster
   // (the postgres user may not reach /tmp's private folders), removed whatever happens.
   const secretDir = fs.mkdtempSync(path.join(scratchDir, 'weld-initdb-'));
   let output = '';
   let result: string;
+  let forget = () => {};
   try {
     const pwfile = path.join(secretDir, 'pw');
     fs.writeFileSync(pwfile, password + '\n', { mode: 0o600 });
@@ -223,8 +368,12 @@ async function initdb(
         '--encoding=UTF8',
         '--no-locale',
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/', ...(runAs ?? {}) },
+      { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/', detached: true, ...(runAs ?? {}) },
     );
+    forget = stopOnUnhandledSignal(() => {
+      child.kill('SIGINT'); // initdb removes what it made
+      fs.rmSync(secretDir, { recursive: true, force: true });
+    });
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     result = await new Promise<string>((resolve) => {
@@ -232,6 +381,7 @@ async function initdb(
       child.once('error', (error) => resolve(error.message));
     });
   } finally {
+    forget();
     fs.rmSync(secretDir, { recursive: true, force: true });
   }
   if (result !== 'exit 0') {
@@ -244,12 +394,7 @@ async function initdb(
 
 /** A postmaster.pid whose process is alive means the cluster is up: line 1 pid, line 4 port. */
 function runningPostmaster(pgData: string): { pid: number; port: number } | undefined {
-  let lines: string[];
-  try {
-    lines = fs.readFileSync(path.join(pgData, 'postmaster.pid'), 'utf8').split('\n');
-  } catch {
-    return undefined;
-  }
+  const lines = readClusterFile(pgData, 'postmaster.pid').split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
   if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
@@ -262,21 +407,29 @@ function runningPostmaster(pgData: string): { pid: number; port: number } | unde
 }
 
 /**
- * The port of the last start, if it is free now: from DATA_DIR/pg.port, or, for a cluster older
- * than that file, from the command line postgres saved in postmaster.opts (`"-p" "5432"`).
+ * A file PostgreSQL wrote in the cluster ('' if there is none): read without following a
+ * symlink, or waiting on a FIFO, since as root we read what the postgres user may have placed.
  */
-async function rememberedPortIfFree(dataDir: string, pgData: string): Promise<number | undefined> {
-  const read = (file: string) => {
-    try {
-      return fs.readFileSync(file, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  const remembered = Number(
-    read(path.join(dataDir, 'pg.port')).trim() ||
-      /"-p"\s+"(\d+)"/.exec(read(path.join(pgData, 'postmaster.opts')))?.[1],
-  );
+function readClusterFile(pgData: string, name: string): string {
+  const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(path.join(pgData, name), flags);
+    return fs.fstatSync(fd).isFile() ? fs.readFileSync(fd, 'utf8') : '';
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** For a cluster older than DATA_DIR/pg.port: the `"-p" "5432"` postgres saved in postmaster.opts. */
+function portInOpts(pgData: string): number {
+  return Number(/"-p"\s+"(\d+)"/.exec(readClusterFile(pgData, 'postmaster.opts'))?.[1]);
+}
+
+/** The port of the last start (DATA_DIR/pg.port, else postmaster.opts), if it is free now. */
+async function portIfFree(remembered: number): Promise<number | undefined> {
   if (!(Number.isInteger(remembered) && remembered > 0 && remembered < 65536)) return undefined;
   return (await isFree(remembered)) ? remembered : undefined;
 }
@@ -329,6 +482,51 @@ async function waitUntilReady(
     }
   }
   throw new Error(`PostgreSQL did not accept connections within 60 s on port ${port}`);
+}
+
+/**
+ * While PostgreSQL or initdb runs from here (in a process group of its own), a SIGINT or SIGTERM
+ * that this process does not handle itself (no other listener) would end us and leave them
+ * running: then `stop` runs first (a fast shutdown; initdb cleans up), and the signal is raised
+ * again, so the process ends by it as it would have. A process with its own handler (the server
+ * once it listens, test/run.ts, db:watch) is left to stop them in order. On exit (process.exit,
+ * an uncaught error) they are stopped too; a SIGKILL, or a SIGHUP (not listened to: that would
+ * undo `nohup`), leaves a PostgreSQL running, which the next start attaches to. Returns what
+ * forgets `stop` (call it once they have ended).
+ */
+function stopOnUnhandledSignal(stop: () => void): () => void {
+  running.add(stop);
+  if (running.size === 1) {
+    for (const signal of ENDING_SIGNALS) process.on(signal, onEndingSignal);
+    process.on('exit', stopAll);
+  }
+  return () => {
+    if (!running.delete(stop) || running.size > 0) return;
+    for (const signal of ENDING_SIGNALS) process.off(signal, onEndingSignal);
+    process.off('exit', stopAll);
+  };
+}
+
+const ENDING_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+const running = new Set<() => void>();
+
+function stopAll(): void {
+  for (const stop of running) {
+    try {
+      stop();
+    } catch {
+      // gone already
+    }
+  }
+}
+
+function onEndingSignal(signal: NodeJS.Signals): void {
+  if (process.listenerCount(signal) > 1) return; // the process handles it: it stops them
+  stopAll();
+  running.clear();
+  for (const each of ENDING_SIGNALS) process.off(each, onEndingSignal);
+  process.off('exit', stopAll);
+  process.kill(process.pid, signal); // no listener now: the default, ending the process
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<string>): Promise<void> {

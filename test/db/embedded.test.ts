@@ -2,7 +2,7 @@
 // cannot reach (as root; CI runs as root), the initdb password file on a failed start, the
 // stable port, and the one-line refusals. Not root, the same tests hold the plain path: the
 // cluster stays in DATA_DIR and the binaries run where they are.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -20,12 +20,14 @@ import {
   postgresOsUser,
   usableBinaries,
 } from '../../db/embedded-staging.ts';
+import { superuserQuery } from '../helpers/database.ts';
 import { request } from '../helpers/http.ts';
 import { runCli, spawnServer } from '../helpers/server.ts';
 
 const asRoot = process.getuid?.() === 0;
 const postgresUser = postgresOsUser(); // as root only
 const FAST = { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' };
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
 /** A fresh directory only this user can enter (mkdtemp makes it 0700), removed after the test. */
 function privateDir(t: ExecutionContext): string {
@@ -42,6 +44,26 @@ function privateDataDir(t: ExecutionContext, stateDir = STATE_DIR): string {
   const dataDir = path.join(privateDir(t), 'data');
   t.teardown(() => removeEmbeddedCluster(dataDir, stateDir));
   return dataDir;
+}
+
+/** A state directory of the test's own (root's, 0755), so no test touches the real one. */
+function testStateDir(t: ExecutionContext): string {
+  const dir = privateDir(t);
+  fs.chmodSync(dir, 0o755);
+  return dir;
+}
+
+/** The uid and gid of `nobody`: another local user. */
+function nobody(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'nobody']).toString().trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/** A root-only file with known content, to see that nothing wrote to it or read it as ours. */
+function victimFile(t: ExecutionContext): string {
+  const file = path.join(privateDir(t), 'victim');
+  fs.writeFileSync(file, 'precious\n', { mode: 0o600 });
+  return file;
 }
 
 /** The platform package's native directory (bin, lib, share), as npm installed it. */
@@ -73,7 +95,7 @@ function freePort(): Promise<number> {
 test('a DATA_DIR in a private directory: served, restarted with its data, on the same port', async (t) => {
   const dataDir = privateDataDir(t);
   const env = { DATA_DIR: dataDir };
-  const runs: Array<{ pgPort: number; demoId: string | undefined }> = [];
+  const runs: Array<{ pgPort: number; demoId: string | undefined; verifiers: unknown[] }> = [];
   for (const run of [1, 2]) {
     const server = await spawnServer(t, env);
     t.is((await request(server.port, { path: '/health/ready' })).status, 200, `run ${run}`);
@@ -82,14 +104,30 @@ test('a DATA_DIR in a private directory: served, restarted with its data, on the
     // The CLI attaches to the server's cluster, through DATA_DIR/pg whatever it is.
     const listed = await runCli(['tenant', 'list'], env);
     t.is(listed.code, 0, listed.output);
-    runs.push({ pgPort, demoId: /^demo\s.*\s([0-9a-f-]{36})$/m.exec(listed.stdout)?.[1] });
+    const secret = fs.readFileSync(path.join(dataDir, 'superuser.secret'), 'utf8').trim();
+    const verifiers = await superuserQuery(
+      `postgres://postgres:${encodeURIComponent(secret)}@127.0.0.1:${pgPort}/postgres`,
+      'select rolname, rolpassword from pg_authid ' +
+        `where rolpassword is not null and rolname like 'weld\\_%' order by 1`,
+    );
+    runs.push({
+      pgPort,
+      demoId: /^demo\s.*\s([0-9a-f-]{36})$/m.exec(listed.stdout)?.[1],
+      verifiers,
+    });
     t.is(await server.stop('SIGTERM'), 0, server.output());
     t.is(runningEmbeddedCluster(dataDir), undefined, 'stopping the server stopped PostgreSQL');
   }
   t.truthy(runs[0]!.demoId);
   t.is(runs[1]!.demoId, runs[0]!.demoId, 'the second run found the data of the first');
   t.is(runs[1]!.pgPort, runs[0]!.pgPort, 'PostgreSQL listened on the same port');
+  t.is(runs[0]!.verifiers.length, 2);
+  t.deepEqual(runs[1]!.verifiers, runs[0]!.verifiers, "the roles' passwords were found set");
   t.is(fs.readFileSync(path.join(dataDir, 'pg.port'), 'utf8'), `${runs[0]!.pgPort}\n`);
+
+  // Setting the service roles' passwords tried no login that fails (DBAs read this log).
+  const log = fs.readFileSync(path.join(dataDir, 'postgres.log'), 'utf8');
+  t.false(log.includes('password authentication failed'), log);
 
   // The secret and the log stay in DATA_DIR, root's (or this user's) alone.
   for (const file of ['superuser.secret', 'postgres.log']) {
@@ -179,6 +217,19 @@ test('a failed initdb leaves no password file, and keeps a directory it did not 
   fs.mkdirSync(path.dirname(stray), { recursive: true });
   fs.writeFileSync(stray, 'not a cluster');
   const tmp = privateDir(t); // the CLI's os.tmpdir(), so nothing else writes there
+  if (asRoot) {
+    // Root's pg/ is not the postgres user's: refused, and not handed over to postgres.
+    const refused = await runCli(['tenant', 'list'], { DATA_DIR: dataDir, TMPDIR: tmp });
+    t.is(refused.code, 1, refused.output);
+    t.is(
+      refused.stderr,
+      `weld-admin: ${path.dirname(stray)} belongs to uid 0, not the "postgres" user, and as root ` +
+        'the service changes the owner only of a cluster directory it has just made: if it is a ' +
+        `cluster of this service, chown -R postgres: ${path.dirname(stray)}; else remove it\n`,
+    );
+    t.is(fs.statSync(path.dirname(stray)).uid, 0, 'not chowned');
+    fs.chownSync(path.dirname(stray), postgresUser!.uid, postgresUser!.gid);
+  }
 
   const result = await runCli(['tenant', 'list'], { DATA_DIR: dataDir, TMPDIR: tmp });
   t.is(result.code, 1, result.output);
@@ -265,3 +316,225 @@ test('where the cluster cannot go, the start stops with one line naming the dire
     await cluster.stop();
   }
 });
+
+test('as root, a DATA_DIR another user could change is refused with one line, before anything is made', async (t) => {
+  if (!asRoot) {
+    t.pass('not root: the user owns their DATA_DIR, as before');
+    return;
+  }
+  const stateDir = testStateDir(t);
+  const cases: Array<[string, (dir: string) => void, string]> = [
+    [
+      'owned by nobody',
+      (dir) => {
+        fs.mkdirSync(dir, { mode: 0o700 });
+        fs.chownSync(dir, nobody().uid, nobody().gid);
+      },
+      `belongs to uid ${nobody().uid}, not root; as root the service uses only what root alone ` +
+        `can change: chown root <dir>`,
+    ],
+    [
+      'mode 0777',
+      (dir) => {
+        fs.mkdirSync(dir);
+        fs.chmodSync(dir, 0o777);
+      },
+      'is writable by group or others (mode 0777); as root the service uses only what root ' +
+        'alone can change: chmod go-w <dir>',
+    ],
+    [
+      'a symlink',
+      (dir) => {
+        fs.mkdirSync(`${dir}-real`, { mode: 0o700 });
+        fs.symlinkSync(`${dir}-real`, dir);
+      },
+      'is a symlink; as root the service uses only what root alone can change: set DATA_DIR to ' +
+        '<dir>-real',
+    ],
+  ];
+  for (const [name, plant, problem] of cases) {
+    const dataDir = privateDataDir(t, stateDir);
+    plant(dataDir);
+    const error = await t.throwsAsync(
+      openEmbeddedCluster({ dataDir, port: 0, settings: FAST, stateDir }),
+      { instanceOf: ConfigError },
+      name,
+    );
+    t.is(error?.message, `DATA_DIR ${dataDir} ${problem.replaceAll('<dir>', dataDir)}`, name);
+    t.deepEqual(fs.readdirSync(dataDir), [], `${name}: nothing made in it`);
+  }
+  t.deepEqual(fs.readdirSync(stateDir), [], 'nor in the state directory');
+});
+
+test("DATA_DIR/pg is followed only into the clusters directory, and only postgres's is used; nothing is chowned", async (t) => {
+  if (!asRoot) {
+    t.pass("not root: nothing is chowned, and DATA_DIR/pg is the user's own");
+    return;
+  }
+  const stateDir = testStateDir(t);
+  const open = (dataDir: string) =>
+    t.throwsAsync(openEmbeddedCluster({ dataDir, port: 0, settings: FAST, stateDir }), {
+      instanceOf: ConfigError,
+    });
+
+  // A link to a directory of root's elsewhere (/etc, say): not followed, not chowned.
+  const victim = privateDir(t);
+  fs.writeFileSync(path.join(victim, 'keep.txt'), 'root only');
+  const dataDir = privateDataDir(t, stateDir);
+  fs.mkdirSync(dataDir, { mode: 0o700 });
+  fs.symlinkSync(victim, path.join(dataDir, 'pg'));
+  const outside = await open(dataDir);
+  t.is(
+    outside?.message,
+    `${dataDir}/pg points to ${victim}, outside ${clustersDir(stateDir)}; as root the service ` +
+      'follows only links to the clusters it made there: remove the link, or move the cluster ' +
+      `to ${dataDir}/pg itself (a directory owned by postgres)`,
+  );
+  t.is(fs.statSync(victim).uid, 0, 'the target keeps its owner');
+  t.is(fs.statSync(victim).mode & 0o777, 0o700, 'and its mode');
+  t.deepEqual(fs.readdirSync(victim), ['keep.txt']);
+  t.deepEqual(fs.readdirSync(stateDir), [], 'nothing made in the state directory');
+
+  // A link into the clusters directory, to a pg/ that is not postgres's: not chowned either.
+  const home = path.join(clustersDir(stateDir), 'planted');
+  fs.mkdirSync(path.join(home, 'pg'), { recursive: true, mode: 0o755 });
+  fs.chmodSync(clustersDir(stateDir), 0o755);
+  fs.chmodSync(home, 0o755);
+  fs.rmSync(path.join(dataDir, 'pg'));
+  fs.symlinkSync(path.join(home, 'pg'), path.join(dataDir, 'pg'));
+  const notPostgres = await open(dataDir);
+  t.regex(
+    notPostgres?.message ?? '',
+    new RegExp(`^${home}/pg belongs to uid 0, not the "postgres"`),
+  );
+  t.is(fs.statSync(path.join(home, 'pg')).uid, 0, 'not chowned');
+
+  // A clusters directory another user can write to: refused.
+  fs.chmodSync(clustersDir(stateDir), 0o777);
+  const writable = await open(dataDir);
+  t.regex(
+    writable?.message ?? '',
+    new RegExp(
+      `^The clusters directory ${clustersDir(stateDir)} is writable by group or others ` +
+        `\\(mode 0777\\); as root the service uses only what root alone can change: chmod go-w`,
+    ),
+  );
+  fs.chmodSync(clustersDir(stateDir), 0o755);
+
+  // A state directory of another user's: refused, for a new cluster too.
+  fs.chownSync(stateDir, nobody().uid, nobody().gid);
+  const fresh = privateDataDir(t, stateDir);
+  const others = await open(fresh);
+  t.regex(others?.message ?? '', new RegExp(`^The state directory ${stateDir} belongs to uid`));
+  t.false(fs.existsSync(path.join(fresh, 'pg')));
+  fs.chownSync(stateDir, 0, 0);
+});
+
+test('a symlink in place of the secret, the log or the port file is refused; its target is left alone', async (t) => {
+  const stateDir = testStateDir(t);
+  for (const name of ['superuser.secret', 'postgres.log', 'pg.port']) {
+    const victim = victimFile(t);
+    const dataDir = privateDataDir(t, stateDir);
+    fs.mkdirSync(dataDir, { mode: 0o700 });
+    if (name !== 'superuser.secret')
+      fs.writeFileSync(path.join(dataDir, 'superuser.secret'), 's\n', { mode: 0o600 });
+    fs.symlinkSync(victim, path.join(dataDir, name));
+    const error = await t.throwsAsync(
+      openEmbeddedCluster({ dataDir, port: 0, settings: FAST, stateDir }),
+      { instanceOf: ConfigError },
+      name,
+    );
+    t.regex(
+      error?.message ?? '',
+      new RegExp(`^${dataDir}/${name} is a symlink, and the service does not trust it: `),
+      name,
+    );
+    t.false(error?.message.includes('\n'), name);
+    t.is(fs.readFileSync(victim, 'utf8'), 'precious\n', `${name}: the target is unchanged`);
+    t.false(fs.existsSync(path.join(dataDir, 'pg')), `${name}: no cluster made`);
+  }
+});
+
+test("as root, a secret (or log) in DATA_DIR that is not root's own is refused", async (t) => {
+  if (!asRoot) {
+    t.pass('not root: the user owns their files');
+    return;
+  }
+  const stateDir = testStateDir(t);
+  const cases: Array<[string, (file: string) => void, string]> = [
+    [
+      'superuser.secret',
+      (file) => {
+        fs.writeFileSync(file, 'chosen-by-nobody\n', { mode: 0o600 });
+        fs.chownSync(file, nobody().uid, nobody().gid);
+      },
+      `belongs to uid ${nobody().uid}, not root`,
+    ],
+    [
+      'superuser.secret',
+      (file) => fs.writeFileSync(file, 'readable\n', { mode: 0o644 }),
+      'can be read or written by others (mode 0644)',
+    ],
+    ['postgres.log', (file) => fs.linkSync(victimFile(t), file), 'has 2 hard links'],
+  ];
+  for (const [name, plant, problem] of cases) {
+    const dataDir = privateDataDir(t, stateDir);
+    fs.mkdirSync(dataDir, { mode: 0o700 });
+    plant(path.join(dataDir, name));
+    const error = await t.throwsAsync(
+      openEmbeddedCluster({ dataDir, port: 0, settings: FAST, stateDir }),
+      { instanceOf: ConfigError },
+      problem,
+    );
+    t.regex(
+      error?.message ?? '',
+      new RegExp(
+        `^${dataDir}/${name} ${problem.replace(/[()]/g, '\\$&')}, and the service does not trust it: `,
+      ),
+    );
+    t.false(fs.existsSync(path.join(dataDir, 'pg')), `${problem}: no cluster made`);
+  }
+});
+
+test('a process that handles no signal itself still stops the PostgreSQL it started when Ctrl-C ends it', async (t) => {
+  // PostgreSQL runs in a process group of its own, so the terminal's SIGINT no longer reaches it:
+  // a process with no handler of its own (weld-admin) must stop it on its way out.
+  const dataDir = privateDataDir(t);
+  const script =
+    `import { openEmbeddedCluster } from ${JSON.stringify(path.join(ROOT, 'db/embedded.ts'))};` +
+    `const c = await openEmbeddedCluster({ dataDir: process.argv[1], port: 0, settings: ${JSON.stringify(FAST)} });` +
+    `console.log('ready', c.pid); setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, dataDir], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const ended = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(String(code ?? signal))),
+  );
+  await waitFor(() => output.includes('ready') || child.exitCode !== null, 60_000);
+  t.regex(output, /^ready \d+/, output);
+  t.truthy(runningEmbeddedCluster(dataDir));
+
+  process.kill(-child.pid!, 'SIGINT');
+  t.is(await ended, 'SIGINT', 'ended by the signal, as before');
+  await waitFor(() => runningEmbeddedCluster(dataDir) === undefined, 30_000);
+  t.is(runningEmbeddedCluster(dataDir), undefined, 'and PostgreSQL stopped');
+});
+
+async function waitFor(condition: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition() && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -74,22 +74,34 @@ export interface SpawnedServer {
   exited: Promise<number | null>;
 }
 
-/** Runs `node server/main.ts` with the given environment and waits for it to listen. */
+/**
+ * Runs `node server/main.ts` with the given environment and waits for it to listen. `detached`:
+ * in a process group of its own (its pid is the group's id), as a terminal runs `npm start`, so a
+ * test can signal the whole group as Ctrl-C does; the teardown then kills the whole group.
+ */
 export async function spawnServer(
   t: ExecutionContext,
   env: Record<string, string>,
+  options: { detached?: boolean } = {},
 ): Promise<SpawnedServer> {
   const child = spawn(process.execPath, [path.join(ROOT, 'server/main.ts')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+    if (options.detached && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is gone
+      }
+    } else if (child.exitCode === null) child.kill('SIGKILL');
   });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not listen:\n${output}`)), 60_000);

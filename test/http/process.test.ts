@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { connectClient } from '../../db/database.ts';
+import { removeEmbeddedCluster, runningEmbeddedCluster } from '../../db/embedded.ts';
 import { loadConfig } from '../../server/config.ts';
 import { freshDatabaseUrl, migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { request } from '../helpers/http.ts';
@@ -247,6 +248,47 @@ test('SIGTERM: no new connections, the in-flight request finishes, exit 0', asyn
   t.is(res.status, 200);
   t.deepEqual(res.json, { status: 'ok' });
   t.is(await server.exited, 0);
+});
+
+test('Ctrl-C in a terminal (SIGINT to the process group): the in-flight request finishes, PostgreSQL stops after, exit 0', async (t) => {
+  // As a terminal runs `npm start`: the server leads a process group, and Ctrl-C signals all of
+  // it. The embedded PostgreSQL must not take that SIGINT itself (a fast shutdown at once).
+  const dataDir = path.join(tempDataDir(t), 'data');
+  t.teardown(() => removeEmbeddedCluster(dataDir)); // after the server's teardown: stops PostgreSQL
+  const env = { DATA_DIR: dataDir };
+  const server = await spawnServer(t, env, { detached: true });
+  const added = await runCli(['tenant', 'add', 'slow', '--origin', 'http://slow.test'], env);
+  t.is(added.code, 0, added.output);
+
+  const pgPort = runningEmbeddedCluster(dataDir)!.port;
+  const secret = fs.readFileSync(path.join(dataDir, 'superuser.secret'), 'utf8').trim();
+  const rootUrl = `postgres://postgres:${encodeURIComponent(secret)}@127.0.0.1:${pgPort}/weld`;
+  const blocker = await connectClient(rootUrl);
+  t.teardown(() => blocker.end().catch(() => {}));
+  await blocker.query('begin; lock table weld_public.tenants in access exclusive mode');
+  const inFlight = request(server.port, { path: '/health/live', host: 'slow.test' }).catch(
+    (error: Error) => ({ status: 0, json: error.message }),
+  );
+  await waitFor(async () => {
+    const rows = await superuserQuery(
+      rootUrl,
+      `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%tenant_by_origin%'`,
+    );
+    return rows.length > 0;
+  });
+
+  process.kill(-server.child.pid!, 'SIGINT');
+  await waitFor(() => Promise.resolve(server.output().includes('stopping')));
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // the request stays in flight a while
+  const released = await blocker.query('commit').then(
+    () => 'committed',
+    (error: Error) => error.message,
+  );
+  t.is(released, 'committed', 'PostgreSQL kept serving while the server drained');
+  const res = await inFlight;
+  t.is(res.status, 200, JSON.stringify(res.json));
+  t.is(await server.exited, 0, server.output());
+  t.is(runningEmbeddedCluster(dataDir), undefined, 'the server stopped PostgreSQL on its way out');
 });
 
 function connectOnce(port: number): Promise<void> {
