@@ -338,20 +338,28 @@ test('GRAPHQL_MAX_COST, GRAPHQL_STATEMENT_TIMEOUT_MS, GRAPHQL_POOL_MAX: defaults
   }
 });
 
-test('the process: GRAPHQL_MAX_COST sets the budget, GRAPHQL_STATEMENT_TIMEOUT_MS cancels a slow query', async (t) => {
+/**
+ * A database of the test's own with a tenant `slug` (at http://<slug>.test, one user per role) and
+ * a report that takes as long as it is told to: `slowReport(seconds)`, a query field of the schema.
+ */
+async function slowReportsDatabase(t: ExecutionContext, slug: string) {
   const { rootUrl, target } = await migratedDatabase(t);
   const owner = await ownerClient(target);
   t.teardown(() => owner.end());
-  await addTenant(owner, { slug: 'slow', origins: ['http://slow.test'] });
-  await addRoleUsers(owner, 'slow');
-  await owner.query('begin');
-  await seedTenant(owner, 'slow', { isos: 2, weldsPerIso: 5, seed: 4 });
-  await owner.query('commit');
-  // A report that takes as long as it is told to: a query field of the schema.
+  await addTenant(owner, { slug, origins: [`http://${slug}.test`] });
+  await addRoleUsers(owner, slug);
   await owner.query(`
     create function weld_public.slow_report(seconds double precision) returns integer
       language sql stable as $$ select 1 from pg_sleep(seconds) $$;
     grant execute on function weld_public.slow_report(double precision) to weld_viewer`);
+  return { rootUrl, owner };
+}
+
+test('the process: GRAPHQL_MAX_COST sets the budget, GRAPHQL_STATEMENT_TIMEOUT_MS cancels a slow query', async (t) => {
+  const { rootUrl, owner } = await slowReportsDatabase(t, 'slow');
+  await owner.query('begin');
+  await seedTenant(owner, 'slow', { isos: 2, weldsPerIso: 5, seed: 4 });
+  await owner.query('commit');
 
   const server = await spawnServer(t, {
     DATABASE_URL: rootUrl,
@@ -396,15 +404,7 @@ test('the process: GRAPHQL_MAX_COST sets the budget, GRAPHQL_STATEMENT_TIMEOUT_M
 });
 
 test('the process: GraphQL has its own pool, so slow reports never hold REST waiting', async (t) => {
-  const { rootUrl, target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  t.teardown(() => owner.end());
-  await addTenant(owner, { slug: 'busy', origins: ['http://busy.test'] });
-  await addRoleUsers(owner, 'busy');
-  await owner.query(`
-    create function weld_public.slow_report(seconds double precision) returns integer
-      language sql stable as $$ select 1 from pg_sleep(seconds) $$;
-    grant execute on function weld_public.slow_report(double precision) to weld_viewer`);
+  const { rootUrl } = await slowReportsDatabase(t, 'busy');
   const server = await spawnServer(t, {
     DATABASE_URL: rootUrl,
     DB_POOL_MAX: '3',
