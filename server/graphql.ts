@@ -3,9 +3,10 @@
 // presets, hands each request's role and tenant to PostGraphile's transaction, and sets limits so
 // one query cannot take the service down:
 //   - depth at most 10 (lists at most 4 deep), by @graphile/depth-limit
-//   - every connection that returns rows (selects nodes or edges) needs first or last, 1 to 500
+//   - every connection that reads rows (nodes, edges, pageInfo) needs first or last, 1 to 500
 //   - a cost budget (GRAPHQL_MAX_COST, default 100,000): see graphql-cost.ts
 //   - a statement timeout for each GraphQL transaction (GRAPHQL_STATEMENT_TIMEOUT_MS, 10 s)
+//   - a pool of its own (GRAPHQL_POOL_MAX, made by main.ts), so reports never starve REST
 // A query over a limit is refused before it runs: 400 problem+json, /problems/query-too-large or
 // /problems/query-too-costly. Errors and logging: graphql-errors.ts.
 import { PgAggregatesPreset } from '@graphile/pg-aggregates';
