@@ -32,6 +32,10 @@ async function setup(t: ExecutionContext) {
 const me = (port: number, token: string) =>
   request(port, { path: '/isos', host: A, headers: { authorization: `Bearer ${token}` } });
 
+/** A bearer-mode refresh. */
+const refreshWith = (port: number, refreshToken: string) =>
+  request(port, { method: 'POST', path: '/auth/refresh', host: A, body: { refreshToken } });
+
 /** The status of GET /isos once it is `wanted`, or the last one after two seconds. */
 async function eventually(port: number, token: string, wanted: number): Promise<number> {
   let status = 0;
@@ -82,13 +86,7 @@ test('an admin disabling a user through GraphQL ends its sessions; others keep t
   t.deepEqual(updated.json, { data: { updateUser: { user: { active: false } } } });
   t.is(await eventually(second.port, inspector.accessToken, 401), 401);
   t.is(await eventually(first.port, inspector.accessToken, 401), 401);
-  const refresh = await request(first.port, {
-    method: 'POST',
-    path: '/auth/refresh',
-    host: A,
-    body: { refreshToken: inspector.refreshToken },
-  });
-  t.is(refresh.status, 401);
+  t.is((await refreshWith(first.port, inspector.refreshToken)).status, 401);
   t.is((await me(first.port, viewer)).status, 200);
 });
 
@@ -98,13 +96,7 @@ test('a new password (weld-admin user set-password) ends the sessions', async (t
   t.is((await me(first.port, session.accessToken)).status, 200);
   await setPassword(owner, 'alpha', 'inspector', 'a brand new passphrase');
   t.is(await eventually(first.port, session.accessToken, 401), 401);
-  const refresh = await request(first.port, {
-    method: 'POST',
-    path: '/auth/refresh',
-    host: A,
-    body: { refreshToken: session.refreshToken },
-  });
-  t.is(refresh.status, 401);
+  t.is((await refreshWith(first.port, session.refreshToken)).status, 401);
 });
 
 test('a role changed in plain SQL ends the sessions, even after the listener lost its connection', async (t) => {
