@@ -37,3 +37,27 @@ export const FLUID_SERVICES = [
 
 /** Page sizes of every list, REST and GraphQL alike. */
 export const PAGE_SIZE = { default: 50, max: 500 } as const;
+
+/** Welding processes of ASME IX; a process field holds one or several joined by "+" (GTAW+SMAW). */
+export const WELDING_PROCESSES = ['SMAW', 'GTAW', 'GMAW', 'FCAW', 'SAW', 'PAW'] as const;
+
+/** States of a WPS (CHECK on weld_public.wps.state). */
+export const WPS_STATES = ['draft', 'approved', 'superseded'] as const;
+
+/** Welding positions a qualification covers (CHECK on welder_qualifications.positions). */
+export const WELDING_POSITIONS = [
+  '1G', '2G', '3G', '4G', '5G', '6G', '1F', '2F', '3F', '4F', '5F',
+] as const; // prettier-ignore
+
+/** NDT methods (CHECK on weld_public.ndt_records.method); only RT has film. */
+export const NDT_METHODS = ['RT', 'UT', 'MT', 'PT', 'VT', 'PWHT', 'PMI', 'HT'] as const;
+
+/** The result of an examination, of a weld in it, or of a film interval. */
+export const EXAMINATION_RESULTS = ['accepted', 'rejected'] as const;
+
+/** Kinds of inspection (CHECK on weld_public.inspections.kind). */
+export const INSPECTION_KINDS = ['fit-up', 'visual', 'dimensional', 'final'] as const;
+
+/** Test media and states of a test package (CHECKs on weld_public.test_packages). */
+export const TEST_MEDIA = ['hydro', 'pneumatic', 'service'] as const;
+export const TEST_PACKAGE_STATES = ['open', 'released', 'tested', 'closed'] as const;

@@ -1,6 +1,7 @@
-// Periodic clean-up of authentication bookkeeping that has outlived its use: login throttle rows
-// whose windows have passed, used or expired refresh tokens, and ended sessions. The rules of what
-// is old enough are SQL (weld_hidden.purge_auth_bookkeeping, migration 000006); this only calls it,
+// Periodic clean-up of bookkeeping that has outlived its use: login throttle rows whose windows
+// have passed, used or expired refresh tokens, ended sessions, and REST idempotency keys older
+// than 24 hours. The rules of what is old enough are SQL (weld_hidden.purge_auth_bookkeeping,
+// migrations 000006 and 000007; weld_hidden.purge_idempotency_keys, 000008); this only calls them,
 // at start and then every PURGE_EVERY_MS, from every instance (the deletes are idempotent, so two
 // instances purging at once do no harm).
 import type pg from 'pg';
@@ -9,7 +10,7 @@ import type { Logger } from './http/log.ts';
 export const PURGE_EVERY_MS = 15 * 60_000;
 
 export interface Housekeeping {
-  /** Runs one purge now; resolves with what it deleted. */
+  /** Runs one purge now; resolves with what it deleted (deleted_sessions, ...). */
   purgeNow(): Promise<Record<string, number>>;
   stop(): void;
 }
@@ -20,15 +21,17 @@ export function startHousekeeping(
   everyMs = PURGE_EVERY_MS,
 ): Housekeeping {
   const purgeNow = async () => {
+    // One row: the counts of purge_auth_bookkeeping, and deleted_idempotency_keys.
     const { rows } = await pool.query<Record<string, number>>(
-      'select * from weld_hidden.purge_auth_bookkeeping()',
+      `select * from weld_hidden.purge_auth_bookkeeping(),
+                     weld_hidden.purge_idempotency_keys() as deleted_idempotency_keys`,
     );
     return rows[0]!;
   };
   const run = () => {
     purgeNow().then(
-      (purged) => logger.debug({ purged }, 'purged authentication bookkeeping'),
-      (error: unknown) => logger.warn({ err: error }, 'purging authentication bookkeeping failed'),
+      (purged) => logger.debug({ purged }, 'purged expired bookkeeping'),
+      (error: unknown) => logger.warn({ err: error }, 'purging expired bookkeeping failed'),
     );
   };
   const first = setTimeout(run, 1_000);

@@ -1,6 +1,8 @@
 // Examinations, from the attacker's side: authorship (recorded_by) is the signed-in user's and no
-// client's, and a result or weld list changed after the fact leaves a history that no API role
-// can write, change or erase, and that no other tenant can read.
+// client's, and a result or weld list corrected after the fact leaves a history, with the
+// correction's reason, that no API role can write, change or erase, and that no other tenant can
+// read. Examinations are written through record_ndt / correct_ndt_record and record_inspection /
+// correct_inspection (no API role may write their tables directly).
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { withContext } from '../../db/database.ts';
@@ -17,7 +19,22 @@ async function setup(t: ExecutionContext) {
       { role: `weld_${role}`, tenantId: fx.tenantId, userId: fx.users[role] },
       work,
     );
-  return { rootUrl, owner, a, b, as };
+  /** Calls one of the examination functions with JSON arguments; resolves with its row. */
+  const call = (fx: TenantFixture, role: Role, fn: string, ...args: unknown[]) =>
+    as(
+      fx,
+      role,
+      async (c) =>
+        (
+          await c.query<{ id: string; recorded_by: string }>(
+            `select * from weld_public.${fn}(${args.map((_, i) => `$${i + 1}`).join(', ')})`,
+            args.map((arg) =>
+              typeof arg === 'object' && arg !== null ? JSON.stringify(arg) : arg,
+            ),
+          )
+        ).rows[0]!,
+    );
+  return { rootUrl, owner, a, b, as, call };
 }
 
 interface Change {
@@ -27,80 +44,93 @@ interface Change {
   before: unknown;
   after: unknown;
   changed_by: string | null;
+  reason: string | null;
 }
 
 async function changes(owner: pg.Client, fx: TenantFixture): Promise<Change[]> {
   const { rows } = await owner.query<Change>(
-    `select subject, record_id, change, before, after, changed_by
+    `select subject, record_id, change, before, after, changed_by, reason
        from weld_public.examination_changes where tenant_id = $1 order by id`,
     [fx.tenantId],
   );
   return rows;
 }
 
-/** An RT record with two welds and one film interval over the first, made in one transaction. */
-async function createRecord(fx: TenantFixture, c: pg.PoolClient) {
+const interval = (
+  label: string,
+  result: string,
+  weldIds: string[],
+  defectCodes: string[] = [],
+) => ({
+  label,
+  result,
+  defectCodes,
+  weldIds,
+});
+
+/** An RT record with two welds (the first's result from its film, the second's given). */
+async function createRecord(fx: TenantFixture, call: Awaited<ReturnType<typeof setup>>['call']) {
   const [w1, w2] = [await fx.weld('PENDING'), await fx.weld('PENDING')];
-  const { rows } = await c.query<{ id: string }>(
-    `insert into weld_public.ndt_records (method, report_number, examined_on, result)
-     values ('RT', 'RT-100', '2026-11-02', 'accepted') returning id`,
-  );
-  const recordId = rows[0]!.id;
-  await c.query(
-    `insert into weld_public.ndt_record_welds (ndt_record_id, weld_id) values ($1, $2), ($1, $3)`,
-    [recordId, w1, w2],
-  );
-  const interval = await c.query<{ id: string }>(
-    `insert into weld_public.film_intervals (ndt_record_id, label, result)
-     values ($1, '0-1', 'accepted') returning id`,
-    [recordId],
-  );
-  const intervalId = interval.rows[0]!.id;
-  await c.query(
-    `insert into weld_public.film_interval_welds (ndt_record_id, film_interval_id, weld_id)
-     values ($1, $2, $3)`,
-    [recordId, intervalId, w1],
-  );
-  return { recordId, intervalId, w1, w2 };
+  const { id: recordId } = await call(fx, 'inspector', 'record_ndt', {
+    method: 'RT',
+    reportNumber: 'RT-100',
+    examinedOn: '2026-11-02',
+    welds: [{ weldId: w1 }, { weldId: w2, result: 'accepted' }],
+    filmIntervals: [interval('0-1', 'accepted', [w1])],
+  });
+  return { recordId, w1, w2 };
 }
 
 //------------------------------------------------------------------------------------------------
 // Authorship
 
 test("an inspector cannot credit an examination to a colleague; it is recorded as the inspector's", async (t) => {
-  const { owner, a, as } = await setup(t);
-  for (const [table, columns, values] of [
-    [
-      'ndt_records',
-      'method, report_number, examined_on, result',
-      `'UT', 'UT-1', '2026-11-02', 'accepted'`,
-    ],
-    [
-      'inspections',
-      'kind, inspector_name, inspected_on, result',
-      `'visual', 'J. Doe', '2026-11-02', 'accepted'`,
-    ],
-  ] as const) {
-    const forged = await t.throwsAsync(
-      as(a, 'inspector', (c) =>
-        c.query(
-          `insert into weld_public.${table} (${columns}, recorded_by) values (${values}, $1)`,
-          [a.users.engineer],
-        ),
-      ),
+  const { owner, a, as, call } = await setup(t);
+  const weldId = await a.weld();
+  // No direct insert at all, with recorded_by or without.
+  for (const sql of [
+    `insert into weld_public.ndt_records (method, report_number, examined_on, result, recorded_by)
+     values ('UT', 'UT-1', '2026-11-02', 'accepted', '${a.users.engineer}')`,
+    `insert into weld_public.inspections (kind, inspector_name, inspected_on, result)
+     values ('visual', 'J. Doe', '2026-11-02', 'accepted')`,
+  ]) {
+    await t.throwsAsync(
+      as(a, 'inspector', (c) => c.query(sql)),
+      { code: '42501' },
     );
-    t.is((forged as { code?: string }).code, '42501', `${table}: recorded_by is not writable`);
+  }
+  // Nor through the functions' JSON: there is no such field.
+  const forged = await t.throwsAsync(
+    call(a, 'inspector', 'record_ndt', {
+      method: 'UT',
+      reportNumber: 'UT-1',
+      examinedOn: '2026-11-02',
+      welds: [{ weldId, result: 'accepted' }],
+      recordedBy: a.users.engineer,
+    }),
+  );
+  t.is((forged as { code?: string }).code, 'WD007');
 
-    const own = await as(a, 'inspector', (c) =>
-      c.query<{ recorded_by: string }>(
-        `insert into weld_public.${table} (${columns}) values (${values}) returning recorded_by`,
-      ),
-    );
-    t.is(own.rows[0]!.recorded_by, a.users.inspector, `${table}: the inspector's own id`);
-    // Nor can an update change it afterwards.
+  const ndt = await call(a, 'inspector', 'record_ndt', {
+    method: 'UT',
+    reportNumber: 'UT-1',
+    examinedOn: '2026-11-02',
+    welds: [{ weldId, result: 'accepted' }],
+  });
+  t.is(ndt.recorded_by, a.users.inspector);
+  const inspection = await call(a, 'engineer', 'record_inspection', {
+    kind: 'visual',
+    inspectorName: 'J. Doe',
+    inspectedOn: '2026-11-02',
+    result: 'accepted',
+    weldIds: [weldId],
+  });
+  t.is(inspection.recorded_by, a.users.engineer);
+  // Nor can an update change it afterwards.
+  for (const table of ['ndt_records', 'inspections']) {
     await t.throwsAsync(
       as(a, 'admin', (c) =>
-        c.query(`update weld_public.${table} set recorded_by = $1`, [a.users.engineer]),
+        c.query(`update weld_public.${table} set recorded_by = $1`, [a.users.viewer]),
       ),
       { code: '42501' },
     );
@@ -116,7 +146,8 @@ test('even a careless grant of recorded_by cannot let a request credit someone e
   const { rootUrl, owner, a, as } = await setup(t);
   await superuserQuery(
     rootUrl,
-    `grant insert (recorded_by) on weld_public.ndt_records, weld_public.inspections to weld_inspector`,
+    `grant insert (method, report_number, examined_on, result, recorded_by)
+       on weld_public.ndt_records to weld_inspector`,
   );
   const forged = await as(a, 'inspector', (c) =>
     c.query<{ recorded_by: string }>(
@@ -139,14 +170,29 @@ test('even a careless grant of recorded_by cannot let a request credit someone e
 //------------------------------------------------------------------------------------------------
 // History
 
-test('creating a record with its welds and film is no change; later changes are kept with who made them', async (t) => {
-  const { owner, a, as } = await setup(t);
-  const { recordId, intervalId, w1, w2 } = await as(a, 'inspector', (c) => createRecord(a, c));
+test('creating a record with its welds and film is no change; later corrections are kept with who made them and why', async (t) => {
+  const { owner, a, call } = await setup(t);
+  const { recordId, w1, w2 } = await createRecord(a, call);
   t.deepEqual(await changes(owner, a), [], 'creating it in one transaction records nothing');
+  const intervalId = async (label: string) =>
+    (
+      await owner.query<{ id: string }>(
+        `select id from weld_public.film_intervals where ndt_record_id = $1 and label = $2`,
+        [recordId, label],
+      )
+    ).rows[0]!.id;
+  const first = await intervalId('0-1');
 
-  // Later: the result changes.
-  await as(a, 'inspector', (c) =>
-    c.query(`update weld_public.ndt_records set result = 'rejected' where id = $1`, [recordId]),
+  // The film re-read: the interval and, with it, the record's result.
+  await call(
+    a,
+    'inspector',
+    'correct_ndt_record',
+    recordId,
+    {
+      filmIntervals: [interval('0-1', 'rejected', [w1], ['IP'])],
+    },
+    'film re-read',
   );
   t.deepEqual(await changes(owner, a), [
     {
@@ -156,146 +202,160 @@ test('creating a record with its welds and film is no change; later changes are 
       before: { result: 'accepted' },
       after: { result: 'rejected' },
       changed_by: a.users.inspector,
+      reason: 'film re-read',
+    },
+    {
+      subject: 'ndt_record',
+      record_id: recordId,
+      change: 'film_interval_updated',
+      before: { id: first, result: 'accepted', defect_codes: [] },
+      after: { id: first, result: 'rejected', defect_codes: ['IP'] },
+      changed_by: a.users.inspector,
+      reason: 'film re-read',
     },
   ]);
 
-  // An update that changes nothing (only updated_at moves) records nothing.
-  await as(a, 'inspector', (c) =>
-    c.query(`update weld_public.ndt_records set result = result where id = $1`, [recordId]),
-  );
-  t.is((await changes(owner, a)).length, 1);
-
-  // A weld link removed (a weld not on the film): one row, nothing else.
-  await as(a, 'inspector', (c) =>
-    c.query(`delete from weld_public.ndt_record_welds where ndt_record_id = $1 and weld_id = $2`, [
-      recordId,
-      w2,
-    ]),
-  );
-  const [, removed] = await changes(owner, a);
-  t.deepEqual(removed, {
-    subject: 'ndt_record',
-    record_id: recordId,
-    change: 'weld_removed',
-    before: { weld_id: w2 },
-    after: null,
-    changed_by: a.users.inspector,
-  });
+  // A correction that changes nothing records nothing.
+  await call(a, 'inspector', 'correct_ndt_record', recordId, { reportNumber: 'RT-100' }, 'same');
   t.is((await changes(owner, a)).length, 2);
 
-  // A correction and a new weld in one (later) transaction: both are recorded, although the
-  // record's row was written by that transaction too.
+  // A weld swapped for another, and film added for it, by an engineer.
   const w3 = await a.weld('PENDING');
-  await as(a, 'engineer', async (c) => {
-    await c.query(`update weld_public.ndt_records set notes = 'reshot' where id = $1`, [recordId]);
-    await c.query(
-      `insert into weld_public.ndt_record_welds (ndt_record_id, weld_id) values ($1, $2)`,
-      [recordId, w3],
-    );
-  });
-  // The film: an interval re-read, its weld mapping moved to another interval added for it.
-  // (Inspectors correct intervals but may not delete them.)
-  await as(a, 'inspector', (c) =>
-    c.query(
-      `update weld_public.film_intervals set result = 'rejected', defect_codes = '{IP}' where id = $1`,
-      [intervalId],
-    ),
+  await call(
+    a,
+    'engineer',
+    'correct_ndt_record',
+    recordId,
+    {
+      welds: [{ weldId: w1 }, { weldId: w3, result: 'accepted' }],
+      filmIntervals: [interval('0-1', 'rejected', [w1], ['IP']), interval('1-2', 'accepted', [w3])],
+    },
+    'w2 was not shot; w3 was',
   );
-  const newIntervalId = await as(a, 'inspector', async (c) => {
-    await c.query(`delete from weld_public.film_interval_welds where film_interval_id = $1`, [
-      intervalId,
-    ]);
-    const { rows } = await c.query<{ id: string }>(
-      `insert into weld_public.film_intervals (ndt_record_id, label, result)
-       values ($1, '1-2', 'accepted') returning id`,
-      [recordId],
-    );
-    await c.query(
-      `insert into weld_public.film_interval_welds (ndt_record_id, film_interval_id, weld_id)
-       values ($1, $2, $3)`,
-      [recordId, rows[0]!.id, w1],
-    );
-    return rows[0]!.id;
-  });
-
+  const second = await intervalId('1-2');
   t.deepEqual(
-    (await changes(owner, a)).slice(2).map((c) => [c.change, c.before, c.after, c.changed_by]),
+    (await changes(owner, a))
+      .slice(2)
+      .map((c) => [c.change, c.before, c.after, c.changed_by, c.reason]),
     [
-      ['updated', { notes: null }, { notes: 'reshot' }, a.users.engineer],
-      ['weld_added', null, { weld_id: w3 }, a.users.engineer],
       [
-        'film_interval_updated',
-        { id: intervalId, result: 'accepted', defect_codes: [] },
-        { id: intervalId, result: 'rejected', defect_codes: ['IP'] },
-        a.users.inspector,
+        'weld_removed',
+        { weld_id: w2, result: 'accepted' },
+        null,
+        a.users.engineer,
+        'w2 was not shot; w3 was',
       ],
-      ['film_weld_removed', { film_interval_id: intervalId, weld_id: w1 }, null, a.users.inspector],
+      [
+        'weld_added',
+        null,
+        { weld_id: w3, result: 'accepted' },
+        a.users.engineer,
+        'w2 was not shot; w3 was',
+      ],
       [
         'film_interval_added',
         null,
-        { id: newIntervalId, label: '1-2', result: 'accepted', defect_codes: [] },
-        a.users.inspector,
+        { id: second, label: '1-2', result: 'accepted', defect_codes: [] },
+        a.users.engineer,
+        'w2 was not shot; w3 was',
       ],
       [
         'film_weld_added',
         null,
-        { film_interval_id: newIntervalId, weld_id: w1 },
-        a.users.inspector,
+        { film_interval_id: second, weld_id: w3 },
+        a.users.engineer,
+        'w2 was not shot; w3 was',
       ],
     ],
   );
 
-  // Unlinking a weld that is on the film takes its film mapping with it: both are recorded.
-  await as(a, 'inspector', (c) =>
-    c.query(`delete from weld_public.ndt_record_welds where ndt_record_id = $1 and weld_id = $2`, [
-      recordId,
-      w1,
-    ]),
+  // The first interval dropped, w1's result given instead: its mapping goes before the
+  // interval, and the weld's given result is an update of its own.
+  await call(
+    a,
+    'inspector',
+    'correct_ndt_record',
+    recordId,
+    {
+      welds: [
+        { weldId: w1, result: 'rejected' },
+        { weldId: w3, result: 'accepted' },
+      ],
+      filmIntervals: [interval('1-2', 'accepted', [w3])],
+    },
+    'reshoot lost',
   );
   t.deepEqual(
-    (await changes(owner, a))
-      .slice(8)
-      .map((c) => [c.change, c.before])
-      .sort(),
+    (await changes(owner, a)).slice(6).map((c) => [c.change, c.before, c.after, c.reason]),
     [
-      ['film_weld_removed', { film_interval_id: newIntervalId, weld_id: w1 }],
-      ['weld_removed', { weld_id: w1 }],
+      ['film_weld_removed', { film_interval_id: first, weld_id: w1 }, null, 'reshoot lost'],
+      [
+        'film_interval_removed',
+        { id: first, label: '0-1', result: 'rejected', defect_codes: ['IP'] },
+        null,
+        'reshoot lost',
+      ],
+      [
+        'weld_updated',
+        { weld_id: w1, result: null },
+        { weld_id: w1, result: 'rejected' },
+        'reshoot lost',
+      ],
     ],
   );
 });
 
-test('inspections: result and weld changes after the fact are kept', async (t) => {
-  const { owner, a, as } = await setup(t);
+test('the reason is set for the correction alone: a reason set before it is restored after it', async (t) => {
+  const { owner, a, as, call } = await setup(t);
+  const { recordId } = await createRecord(a, call);
+  const seen = await as(a, 'inspector', async (c) => {
+    await c.query(`select set_config('weld.change_reason', 'an earlier reason', true)`);
+    await c.query(`select weld_public.correct_ndt_record($1, '{"notes": "one"}', 'typo')`, [
+      recordId,
+    ]);
+    return (await c.query<{ r: string }>(`select current_setting('weld.change_reason') as r`))
+      .rows[0]!.r;
+  });
+  t.is(seen, 'an earlier reason');
+  t.deepEqual(
+    (await changes(owner, a)).map((c) => c.reason),
+    ['typo'],
+  );
+});
+
+test('inspections: result and weld changes after the fact are kept, with the reason', async (t) => {
+  const { owner, a, call } = await setup(t);
   const [w1, w2] = [await a.weld(), await a.weld()];
-  const inspectionId = await as(a, 'inspector', async (c) => {
-    const { rows } = await c.query<{ id: string }>(
-      `insert into weld_public.inspections (kind, inspector_name, inspected_on, result)
-       values ('fit-up', 'J. Doe', '2026-11-02', 'accepted') returning id`,
-    );
-    await c.query(
-      `insert into weld_public.inspection_welds (inspection_id, weld_id) values ($1, $2)`,
-      [rows[0]!.id, w1],
-    );
-    return rows[0]!.id;
+  const { id: inspectionId } = await call(a, 'inspector', 'record_inspection', {
+    kind: 'fit-up',
+    inspectorName: 'J. Doe',
+    inspectedOn: '2026-11-02',
+    result: 'accepted',
+    weldIds: [w1],
   });
   t.deepEqual(await changes(owner, a), []);
 
-  await as(a, 'inspector', async (c) => {
-    await c.query(
-      `update weld_public.inspections set result = 'rejected', inspected_on = '2026-11-03' where id = $1`,
-      [inspectionId],
-    );
-    await c.query(
-      `insert into weld_public.inspection_welds (inspection_id, weld_id) values ($1, $2)`,
-      [inspectionId, w2],
-    );
-    await c.query(
-      `delete from weld_public.inspection_welds where inspection_id = $1 and weld_id = $2`,
-      [inspectionId, w1],
-    );
-  });
+  await call(
+    a,
+    'inspector',
+    'correct_inspection',
+    inspectionId,
+    {
+      result: 'rejected',
+      inspectedOn: '2026-11-03',
+      weldIds: [w2],
+    },
+    'wrong weld and day',
+  );
   t.deepEqual(
-    (await changes(owner, a)).map((c) => [c.subject, c.record_id, c.change, c.before, c.after]),
+    (await changes(owner, a)).map((c) => [
+      c.subject,
+      c.record_id,
+      c.change,
+      c.before,
+      c.after,
+      c.reason,
+    ]),
     [
       [
         'inspection',
@@ -303,19 +363,18 @@ test('inspections: result and weld changes after the fact are kept', async (t) =
         'updated',
         { result: 'accepted', inspected_on: '2026-11-02' },
         { result: 'rejected', inspected_on: '2026-11-03' },
+        'wrong weld and day',
       ],
-      ['inspection', inspectionId, 'weld_added', null, { weld_id: w2 }],
-      ['inspection', inspectionId, 'weld_removed', { weld_id: w1 }, null],
+      ['inspection', inspectionId, 'weld_removed', { weld_id: w1 }, null, 'wrong weld and day'],
+      ['inspection', inspectionId, 'weld_added', null, { weld_id: w2 }, 'wrong weld and day'],
     ],
   );
 });
 
 test('the history can be read by a viewer but written, changed or erased by no API role', async (t) => {
-  const { owner, a, as } = await setup(t);
-  const { recordId } = await as(a, 'inspector', (c) => createRecord(a, c));
-  await as(a, 'inspector', (c) =>
-    c.query(`update weld_public.ndt_records set result = 'rejected' where id = $1`, [recordId]),
-  );
+  const { owner, a, as, call } = await setup(t);
+  const { recordId } = await createRecord(a, call);
+  await call(a, 'inspector', 'correct_ndt_record', recordId, { notes: 'reshot' }, 'note');
 
   const seen = await as(a, 'viewer', (c) =>
     c.query<{ change: string; changed_by: string }>(
@@ -329,6 +388,7 @@ test('the history can be read by a viewer but written, changed or erased by no A
       `insert into weld_public.examination_changes (subject, record_id, change, after)
        values ('ndt_record', '${recordId}', 'updated', '{"result":"accepted"}')`,
       `update weld_public.examination_changes set after = '{"result":"accepted"}'`,
+      `update weld_public.examination_changes set reason = 'rewritten'`,
       `update weld_public.examination_changes set changed_by = null`,
       `delete from weld_public.examination_changes`,
       `truncate weld_public.examination_changes`,
@@ -342,26 +402,25 @@ test('the history can be read by a viewer but written, changed or erased by no A
   }
   const after = await changes(owner, a);
   t.is(after.length, 1);
-  t.deepEqual(after[0]!.after, { result: 'rejected' });
+  t.deepEqual(after[0]!.after, { notes: 'reshot' });
+  t.is(after[0]!.reason, 'note');
 });
 
-test("another tenant sees none of a tenant's history", async (t) => {
-  const { owner, a, b, as } = await setup(t);
-  const { recordId } = await as(a, 'inspector', (c) => createRecord(a, c));
-  await as(a, 'inspector', (c) =>
-    c.query(`update weld_public.ndt_records set result = 'rejected' where id = $1`, [recordId]),
-  );
+test("another tenant sees none of a tenant's history, and cannot correct its records", async (t) => {
+  const { owner, a, b, as, call } = await setup(t);
+  const { recordId } = await createRecord(a, call);
+  await call(a, 'inspector', 'correct_ndt_record', recordId, { notes: 'reshot' }, 'note');
   t.is((await changes(owner, a)).length, 1);
 
   for (const role of ['viewer', 'admin'] as const) {
     const seen = await as(b, role, (c) => c.query(`select * from weld_public.examination_changes`));
     t.is(seen.rowCount, 0, role);
   }
-  // Nor can B's inspector touch A's record to make A's history lie.
-  const touched = await as(b, 'inspector', (c) =>
-    c.query(`update weld_public.ndt_records set result = 'accepted' where id = $1`, [recordId]),
+  // Nor can B's inspector correct A's record to make A's history lie.
+  const refused = await t.throwsAsync(
+    call(b, 'admin', 'correct_ndt_record', recordId, { notes: 'forged' }, 'forgery'),
   );
-  t.is(touched.rowCount, 0);
+  t.is((refused as { code?: string }).code, 'WD001');
   t.is((await changes(owner, a)).length, 1);
   t.deepEqual(await changes(owner, b), []);
 });

@@ -119,6 +119,69 @@ test('history is append-only and welds are never deleted, so no such mutations e
   }
 });
 
+test('examinations are written only through their four functions; WPSs are never deleted', (t) => {
+  const mutation = fields('Mutation');
+  const inputs = (typeName: string) =>
+    fields(typeName)
+      .filter((f) => f !== 'clientMutationId')
+      .sort();
+  t.deepEqual(inputs('RecordNdtInput'), ['record']);
+  t.deepEqual(inputs('CorrectNdtRecordInput'), [
+    'changes',
+    'expectedVersion',
+    'reason',
+    'recordId',
+  ]);
+  t.deepEqual(inputs('RecordInspectionInput'), ['inspection']);
+  t.deepEqual(inputs('CorrectInspectionInput'), [
+    'changes',
+    'expectedVersion',
+    'inspectionId',
+    'reason',
+  ]);
+  const resultType = (payload: string) =>
+    String((schema.getType(payload) as GraphQLObjectType).getFields().result?.type);
+  t.is(resultType('RecordNdtPayload'), 'NdtRecord');
+  t.is(resultType('CorrectNdtRecordPayload'), 'NdtRecord');
+  t.is(resultType('RecordInspectionPayload'), 'Inspection');
+  t.is(resultType('CorrectInspectionPayload'), 'Inspection');
+  // No role may write the tables themselves (the grants are revoked), so no generated mutation.
+  for (const table of [
+    'NdtRecord',
+    'NdtRecordWeld',
+    'FilmInterval',
+    'FilmIntervalWeld',
+    'Inspection',
+    'InspectionWeld',
+    'TenantSetting',
+  ]) {
+    for (const verb of ['create', 'update', 'delete']) {
+      t.false(mutation.includes(`${verb}${table}`), `${verb}${table}`);
+    }
+  }
+  t.false(mutation.includes('deleteWpsDocument'));
+  // The check sees what is there: WPSs are still created and updated, packages deleted.
+  for (const present of ['createWpsDocument', 'updateWpsDocument', 'deleteTestPackage']) {
+    t.true(mutation.includes(present), present);
+  }
+  // Every resource shows its version, which no patch may set; tenant settings can be read.
+  for (const type of [
+    'Iso',
+    'Welder',
+    'Pqr',
+    'WpsDocument',
+    'NdtRecord',
+    'Inspection',
+    'TestPackage',
+  ]) {
+    t.true(fields(type).includes('version'), type);
+  }
+  for (const patch of ['IsoPatch', 'WelderPatch', 'WpsDocumentPatch', 'TestPackagePatch']) {
+    t.false(fields(patch).includes('version'), patch);
+  }
+  t.true(fields('Query').includes('allTenantSettings'));
+});
+
 test('aggregates are enabled on welds, NDT records and inspections only', (t) => {
   for (const connection of ['WeldConnection', 'NdtRecordConnection', 'InspectionConnection']) {
     t.true(fields(connection).includes('aggregates'), connection);

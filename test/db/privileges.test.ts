@@ -152,6 +152,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.logout(token_hash bytea)': server(rules),
     'weld_hidden.purge_auth_bookkeeping(OUT deleted_throttle_rows integer, OUT deleted_refresh_tokens integer, OUT deleted_sessions integer, OUT deleted_known_addresses integer)':
       server(owner),
+    'weld_hidden.purge_idempotency_keys()': server(owner),
     'weld_hidden.refresh_rotate(old_hash bytea, new_hash bytea, new_box bytea, grace interval, ttl interval)':
       server(rules),
     'weld_hidden.request_role()': requests,
@@ -162,14 +163,40 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.touch()': owner,
     'weld_private.camel_case(name text)': owner,
     'weld_private.changed_columns(old_row jsonb, new_row jsonb)': rules,
+    'weld_private.check_object(input jsonb, pointer text, what text, allowed text[], required text[])':
+      rules,
     'weld_private.create_tenant(slug text, name text, origins text[])': owner,
     'weld_private.create_user(tenant uuid, user_name citext, display_name text, role weld_public.user_role, password_hash text)':
       owner,
     'weld_private.disable_user(tenant uuid, user_name citext)': owner,
     'weld_private.examination_created_in_this_transaction(subject text, tenant uuid, record_id uuid)':
       rules,
+    'weld_private.first_unknown_weld(weld_ids jsonb)': rules,
+    'weld_private.inspection_write_welds(tenant uuid, inspection_id uuid, weld_ids jsonb)': rules,
+    'weld_private.invalid_input(message text, pointer text)': rules,
+    'weld_private.json_choice(input jsonb, key text, pointer text, choices text[], nullable boolean)':
+      rules,
+    'weld_private.json_date(input jsonb, key text, pointer text)': rules,
+    'weld_private.json_list(input jsonb, key text, pointer text, min_items integer, max_items integer)':
+      rules,
+    'weld_private.json_pointer(base text, token text)': rules,
+    'weld_private.json_string(input jsonb, key text, pointer text, min_length integer, max_length integer, nullable boolean)':
+      rules,
+    'weld_private.json_uuid(value jsonb, pointer text, what text)': rules,
+    'weld_private.json_uuid_list(input jsonb, key text, pointer text, min_items integer, max_items integer)':
+      rules,
     'weld_private.login_address_known(tenant uuid, user_id uuid, address text)': rules,
     'weld_private.login_take_back(tenant uuid, address text)': rules,
+    'weld_private.ndt_apply_status_changes(ndt weld_public.ndt_records, moves jsonb)': rules,
+    'weld_private.ndt_film_result(intervals jsonb, weld_id text)': rules,
+    'weld_private.ndt_intervals_input(input jsonb, pointer text)': rules,
+    'weld_private.ndt_results(method text, welds jsonb, intervals jsonb, welds_pointer text, intervals_pointer text)':
+      rules,
+    'weld_private.ndt_status_changes(results jsonb)': rules,
+    'weld_private.ndt_welds_input(input jsonb, pointer text)': rules,
+    'weld_private.ndt_write_lists(tenant uuid, record_id uuid, welds jsonb, intervals jsonb)':
+      rules,
+    'weld_private.require_role(least_role weld_public.user_role, action text)': rules,
     'weld_private.secure_tenant_table(tbl regclass)': owner,
     'weld_private.seed_transition_rules(for_tenant uuid)': owner,
     'weld_private.set_user_password(tenant uuid, user_name citext, password_hash text)': owner,
@@ -178,15 +205,60 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg__examination_updated()': rules,
     'weld_private.tg__examination_weld_link()': rules,
     'weld_private.tg__set_recorded_by()': owner,
+    'weld_private.tg__test_package_open()': owner,
+    'weld_private.tg__touch_parent()': rules,
     'weld_private.tg_film_interval_welds__examination_change()': rules,
     'weld_private.tg_film_intervals__examination_change()': rules,
     'weld_private.tg_sessions__notify_revoked()': owner,
     'weld_private.tg_sessions__stamp_revocation()': owner,
+    'weld_private.tg_tenants__seed_settings()': owner,
+    'weld_private.tg_test_packages__delete_only_while_open()': owner,
     'weld_private.tg_user_credentials__revoke_sessions()': owner,
     'weld_private.tg_users__revoke_sessions()': owner,
     'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
       roles(rules, 'weld_viewer'),
+    // The examination functions decide who may (WD003), like change_weld_status.
+    'weld_public.correct_inspection(inspection_id uuid, changes jsonb, reason text, expected_version integer)':
+      roles(rules, 'weld_viewer'),
+    'weld_public.correct_ndt_record(record_id uuid, changes jsonb, reason text, expected_version integer)':
+      roles(rules, 'weld_viewer'),
+    'weld_public.record_inspection(inspection jsonb)': roles(rules, 'weld_viewer'),
+    'weld_public.record_ndt(record jsonb)': roles(rules, 'weld_viewer'),
   });
+});
+
+test('catalog: no request role writes an examination table directly, nor deletes what is never deleted', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  /** Each (role, privilege, table) a request role holds, on the table or any of its columns. */
+  const held = async (tables: string[], privileges: string[]) =>
+    (
+      await superuserQuery<{ held: string }>(
+        rootUrl,
+        `select r || ' ' || p || ' ' || t as held
+           from unnest($1::text[]) as r, unnest($2::text[]) as p, unnest($3::text[]) as t
+          where has_table_privilege(r, t, p) or (p <> 'DELETE' and has_any_column_privilege(r, t, p))
+          order by 1`,
+        [
+          ['weld_anonymous', 'weld_viewer', 'weld_inspector', 'weld_engineer', 'weld_admin'],
+          privileges,
+          tables,
+        ],
+      )
+    ).map((r) => r.held);
+  // Written only through record_ndt, correct_ndt_record, record_inspection, correct_inspection.
+  const examinations = ['ndt_records', 'ndt_record_welds', 'film_intervals', 'film_interval_welds',
+                        'inspections', 'inspection_welds'].map((n) => `weld_public.${n}`); // prettier-ignore
+  t.deepEqual(await held(examinations, ['INSERT', 'UPDATE', 'DELETE']), []);
+  // Voided, deactivated, superseded or corrected instead.
+  const kept = ['welds', 'welders', 'wps', 'ndt_records', 'inspections'].map(
+    (n) => `weld_public.${n}`,
+  );
+  t.deepEqual(await held(kept, ['DELETE']), []);
+  // The check sees a grant where there is one: an engineer deletes ISOs (and so may an admin).
+  t.deepEqual(await held(['weld_public.isos'], ['DELETE']), [
+    'weld_admin DELETE weld_public.isos',
+    'weld_engineer DELETE weld_public.isos',
+  ]);
 });
 
 //------------------------------------------------------------------------------------------------
@@ -222,6 +294,7 @@ const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
   ],
   ['logout', 'select weld_hidden.logout($1)', [HASH]],
   ['purge_auth_bookkeeping', 'select * from weld_hidden.purge_auth_bookkeeping()', []],
+  ['purge_idempotency_keys', 'select weld_hidden.purge_idempotency_keys()', []],
   ['revoked_sessions', `select * from weld_hidden.revoked_sessions(now() - interval '1 hour')`, []],
   ['tenant_by_origin', `select * from weld_hidden.tenant_by_origin('http://alpha.test')`, []],
   ['applied_migration', 'select weld_hidden.applied_migration()', []],

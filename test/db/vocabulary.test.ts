@@ -2,11 +2,17 @@
 // CHECK constraints that list values, and the request roles with their membership chain.
 import test from 'ava';
 import {
+  EXAMINATION_RESULTS,
   FLUID_SERVICES,
+  INSPECTION_KINDS,
+  NDT_METHODS,
   REQUEST_ROLES,
+  TEST_MEDIA,
+  TEST_PACKAGE_STATES,
   USER_ROLES,
   WELD_STATUSES,
   WELD_TYPES,
+  WPS_STATES,
 } from '../../db/vocabulary.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 
@@ -38,6 +44,12 @@ test('enums, checked value lists and request roles match the database', async (t
   };
   t.deepEqual(await checkedValues('weld_public.welds', 'type'), [...WELD_TYPES]);
   t.deepEqual(await checkedValues('weld_public.isos', 'fluid_service'), [...FLUID_SERVICES]);
+  t.deepEqual(await checkedValues('weld_public.wps', 'state'), [...WPS_STATES]);
+  t.deepEqual(await checkedValues('weld_public.ndt_records', 'method'), [...NDT_METHODS]);
+  t.deepEqual(await checkedValues('weld_public.ndt_records', 'result'), [...EXAMINATION_RESULTS]);
+  t.deepEqual(await checkedValues('weld_public.inspections', 'kind'), [...INSPECTION_KINDS]);
+  t.deepEqual(await checkedValues('weld_public.test_packages', 'test_medium'), [...TEST_MEDIA]);
+  t.deepEqual(await checkedValues('weld_public.test_packages', 'state'), [...TEST_PACKAGE_STATES]);
 
   // Each request role exists, may not log in, and is a direct member of the one before it.
   const roles = await superuserQuery<{ name: string; login: boolean; parent: string | null }>(

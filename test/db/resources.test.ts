@@ -1,0 +1,427 @@
+// What REST's resources rely on at the SQL level: a version on every resource, bumped once per
+// transaction by a change to the row or its lists; test packages whose ISOs and welds change only
+// while they are open; WPSs never deleted; and the idempotency keys of REST POSTs, per user and
+// tenant, with their purge.
+import test, { type ExecutionContext } from 'ava';
+import pg from 'pg';
+import { asAuthenticator, withContext } from '../../db/database.ts';
+import { startHousekeeping } from '../../server/housekeeping.ts';
+import { createLogger } from '../../server/http/log.ts';
+import { ownerClient, twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
+
+type Role = 'viewer' | 'inspector' | 'engineer' | 'admin';
+
+async function setup(t: ExecutionContext) {
+  const { target, owner, pool, a, b } = await twoTenants(t);
+  const as = <T>(fx: TenantFixture, role: Role, work: (c: pg.PoolClient) => Promise<T>) =>
+    withContext(
+      pool,
+      { role: `weld_${role}`, tenantId: fx.tenantId, userId: fx.users[role] },
+      work,
+    );
+  return { target, owner, pool, a, b, as };
+}
+
+const sqlstate = (error: unknown) => (error as { code?: string }).code;
+
+/** The one value of a one-row, one-column query. */
+async function value<T>(c: pg.ClientBase, sql: string, params: unknown[] = []): Promise<T> {
+  const { rows } = await c.query<Record<string, T>>(sql, params);
+  return Object.values(rows[0]!)[0]!;
+}
+
+//------------------------------------------------------------------------------------------------
+// Versions
+
+test('every resource has a version, 1 when created, that each update bumps', async (t) => {
+  const { owner, a, as } = await setup(t);
+  const engineer = (sql: string, params: unknown[] = []) =>
+    as(a, 'engineer', (c) => value<number>(c, sql, params));
+  const qualificationOf = async (welderId: string) =>
+    value<string>(
+      owner,
+      `insert into weld_public.welder_qualifications (tenant_id, welder_id, process, qualified_on)
+       values ($1, $2, 'GTAW', '2026-01-05') returning id`,
+      [a.tenantId, welderId],
+    );
+  const cases: Array<[string, string, string]> = [
+    ['isos', a.isoId, `area = 'U-100'`],
+    ['welders', a.welderId, `name = 'Renamed'`],
+    ['welder_qualifications', await qualificationOf(a.welderId), `positions = '{6G}'`],
+  ];
+  const pqr = await engineer(
+    `insert into weld_public.pqrs (pqr_number, process, p_numbers, thickness_tested_in)
+     values ('PQR-1', 'GTAW', '{1,1}', 0.5) returning id`,
+  );
+  const wps = await engineer(
+    `insert into weld_public.wps (wps_number, process) values ('WPS-1', 'GTAW') returning id`,
+  );
+  const pkg = await engineer(
+    `insert into weld_public.test_packages (package_number, test_medium) values ('TP-1', 'hydro') returning id`,
+  );
+  cases.push(
+    ['pqrs', String(pqr), `document_ref = 'DOC-1'`],
+    ['wps', String(wps), `state = 'approved'`],
+    ['test_packages', String(pkg), `test_pressure_psig = 150`],
+  );
+  for (const [table, id, set] of cases) {
+    const versions = async () =>
+      value<number>(owner, `select version from weld_public.${table} where id = $1`, [id]);
+    t.is(await versions(), 1, `${table} starts at 1`);
+    t.is(
+      await engineer(`update weld_public.${table} set ${set} where id = $1 returning version`, [
+        id,
+      ]),
+      2,
+      table,
+    );
+    await engineer(`update weld_public.${table} set ${set} where id = $1 returning version`, [id]);
+    t.is(await versions(), 3, `${table}: every update, changed or not`);
+  }
+  // The catalog: each of them has the column and a _100_touch trigger that bumps it.
+  const { rows } = await owner.query<{ name: string }>(
+    `select c.relname as name from pg_trigger g join pg_class c on c.oid = g.tgrelid
+      where g.tgname = '_100_touch' and g.tgargs = 'versioned\\000'::bytea
+        and exists (select from pg_attribute a where a.attrelid = c.oid and a.attname = 'version')
+      order by 1`,
+  );
+  t.deepEqual(
+    rows.map((r) => r.name),
+    [
+      'inspections',
+      'isos',
+      'ndt_records',
+      'pqrs',
+      'test_packages',
+      'welder_qualifications',
+      'welders',
+      'wps',
+    ],
+  );
+});
+
+test("a change to a resource's lists bumps its version once per transaction; created with them, it is 1", async (t) => {
+  const { owner, a, as } = await setup(t);
+  const weldId = await a.weld();
+  const version = (table: string, id: string) =>
+    value<number>(owner, `select version from weld_public.${table} where id = $1`, [id]);
+
+  // A WPS created with its PQRs.
+  const [wps, pqr2] = await as(a, 'engineer', async (c) => {
+    const pqrs = await c.query<{ id: string }>(
+      `insert into weld_public.pqrs (pqr_number, process, p_numbers, thickness_tested_in)
+       values ('PQR-1', 'GTAW', '{1,1}', 0.5), ('PQR-2', 'GTAW', '{1,1}', 1) returning id`,
+    );
+    const id = await value<string>(
+      c,
+      `insert into weld_public.wps (wps_number, process) values ('WPS-1', 'GTAW') returning id`,
+    );
+    await c.query(`insert into weld_public.wps_pqrs (wps_id, pqr_id) values ($1, $2)`, [
+      id,
+      pqrs.rows[0]!.id,
+    ]);
+    return [id, pqrs.rows[1]!.id];
+  });
+  t.is(await version('wps', wps), 1);
+  // A PQR added later: one bump.
+  await as(a, 'engineer', (c) =>
+    c.query(`insert into weld_public.wps_pqrs (wps_id, pqr_id) values ($1, $2)`, [wps, pqr2]),
+  );
+  t.is(await version('wps', wps), 2);
+  // The row and its list in one transaction, the row first: one bump.
+  await as(a, 'engineer', async (c) => {
+    await c.query(`update weld_public.wps set state = 'approved' where id = $1`, [wps]);
+    await c.query(`delete from weld_public.wps_pqrs where wps_id = $1 and pqr_id = $2`, [
+      wps,
+      pqr2,
+    ]);
+  });
+  t.is(await version('wps', wps), 3);
+  // Several list changes in one transaction: one bump.
+  await as(a, 'engineer', async (c) => {
+    await c.query(`insert into weld_public.wps_pqrs (wps_id, pqr_id) values ($1, $2)`, [wps, pqr2]);
+    await c.query(`delete from weld_public.wps_pqrs where wps_id = $1 and pqr_id = $2`, [
+      wps,
+      pqr2,
+    ]);
+    await c.query(`insert into weld_public.wps_pqrs (wps_id, pqr_id) values ($1, $2)`, [wps, pqr2]);
+  });
+  t.is(await version('wps', wps), 4);
+
+  // A test package created with its ISO and weld, then one weld fewer.
+  const pkg = await as(a, 'engineer', async (c) => {
+    const id = await value<string>(
+      c,
+      `insert into weld_public.test_packages (package_number, test_medium) values ('TP-1', 'hydro') returning id`,
+    );
+    await c.query(
+      `insert into weld_public.test_package_isos (test_package_id, iso_id) values ($1, $2)`,
+      [id, a.isoId],
+    );
+    await c.query(
+      `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, $2)`,
+      [id, weldId],
+    );
+    return id;
+  });
+  t.is(await version('test_packages', pkg), 1);
+  await as(a, 'engineer', (c) =>
+    c.query(`delete from weld_public.test_package_welds where test_package_id = $1`, [pkg]),
+  );
+  t.is(await version('test_packages', pkg), 2);
+
+  // Writes outside a request (the seed generator, a DBA) bump nothing.
+  await owner.query(
+    `insert into weld_public.test_package_welds (tenant_id, test_package_id, weld_id) values ($1, $2, $3)`,
+    [a.tenantId, pkg, weldId],
+  );
+  t.is(await version('test_packages', pkg), 2);
+});
+
+//------------------------------------------------------------------------------------------------
+// Test packages
+
+test("a test package's ISOs and welds change, and it is deleted, only while it is open (WD008)", async (t) => {
+  const { owner, a, as } = await setup(t);
+  const [w1, w2] = [await a.weld(), await a.weld()];
+  const engineer = (sql: string, params: unknown[]) =>
+    as(a, 'engineer', (c) => c.query(sql, params));
+  const pkg = await as(a, 'engineer', (c) =>
+    value<string>(
+      c,
+      `insert into weld_public.test_packages (package_number, test_medium) values ('TP-7', 'hydro') returning id`,
+    ),
+  );
+  await engineer(
+    `insert into weld_public.test_package_isos (test_package_id, iso_id) values ($1, $2)`,
+    [pkg, a.isoId],
+  );
+  await engineer(
+    `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, $2)`,
+    [pkg, w1],
+  );
+
+  for (const state of ['released', 'tested', 'closed']) {
+    await engineer(`update weld_public.test_packages set state = $2 where id = $1`, [pkg, state]);
+    for (const sql of [
+      `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, '${w2}')`,
+      `delete from weld_public.test_package_welds where test_package_id = $1`,
+      `delete from weld_public.test_package_isos where test_package_id = $1`,
+    ]) {
+      const error = await t.throwsAsync(engineer(sql, [pkg]), undefined, `${state}: ${sql}`);
+      t.is(sqlstate(error), 'WD008', `${state}: ${sql}`);
+      t.is(
+        error?.message,
+        `test package TP-7 is ${state}; its ISOs and welds change only while it is open`,
+      );
+    }
+    const deleted = await t.throwsAsync(
+      as(a, 'admin', (c) => c.query(`delete from weld_public.test_packages where id = $1`, [pkg])),
+    );
+    t.is(sqlstate(deleted), 'WD008');
+    t.is(deleted.message, `test package TP-7 is ${state}; only open packages may be deleted`);
+  }
+  const members = async () =>
+    value<number>(
+      owner,
+      `select (select count(*) from weld_public.test_package_isos where test_package_id = $1)
+            + (select count(*) from weld_public.test_package_welds where test_package_id = $1)`,
+      [pkg],
+    );
+  t.is(Number(await members()), 2);
+
+  // The owner (the seed generator writes released packages with their members) is not held.
+  await owner.query(
+    `insert into weld_public.test_package_welds (tenant_id, test_package_id, weld_id) values ($1, $2, $3)`,
+    [a.tenantId, pkg, w2],
+  );
+  await owner.query(`delete from weld_public.test_package_welds where weld_id = $1`, [w2]);
+
+  // Open again: the members change, and the package is deleted with them.
+  await engineer(`update weld_public.test_packages set state = 'open' where id = $1`, [pkg]);
+  await engineer(
+    `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, $2)`,
+    [pkg, w2],
+  );
+  t.is(Number(await members()), 3);
+  const gone = await engineer(`delete from weld_public.test_packages where id = $1`, [pkg]);
+  t.is(gone.rowCount, 1);
+  t.is(Number(await members()), 0);
+});
+
+//------------------------------------------------------------------------------------------------
+// WPS
+
+test('a WPS is superseded, never deleted', async (t) => {
+  const { owner, a, as } = await setup(t);
+  const wps = await as(a, 'engineer', (c) =>
+    value<string>(
+      c,
+      `insert into weld_public.wps (wps_number, process) values ('WPS-9', 'SMAW') returning id`,
+    ),
+  );
+  for (const role of ['engineer', 'admin'] as const) {
+    await t.throwsAsync(
+      as(a, role, (c) => c.query(`delete from weld_public.wps where id = $1`, [wps])),
+      { code: '42501' },
+      role,
+    );
+  }
+  await as(a, 'engineer', (c) =>
+    c.query(`update weld_public.wps set state = 'superseded' where id = $1`, [wps]),
+  );
+  t.is(await value(owner, `select state from weld_public.wps where id = $1`, [wps]), 'superseded');
+});
+
+//------------------------------------------------------------------------------------------------
+// Idempotency keys
+
+/** REST's claim: a new key, or one whose 24 hours are over; true when claimed. */
+const CLAIM = `
+  insert into weld_hidden.idempotency_keys (idempotency_key, request_hash) values ($1, $2)
+  on conflict (tenant_id, user_id, idempotency_key) do update
+     set request_hash = excluded.request_hash, created_at = now(),
+         response_status = null, response_body = null, response_headers = null
+   where idempotency_keys.created_at < now() - interval '24 hours'
+  returning true`;
+const READ = `select request_hash, response_status, response_body, response_headers
+                from weld_hidden.idempotency_keys where idempotency_key = $1`;
+const STORE = `update weld_hidden.idempotency_keys
+                  set response_status = $2, response_body = $3, response_headers = $4
+                where idempotency_key = $1`;
+
+test("idempotency keys: REST's statements work for a request role, and a key is one user's in one tenant", async (t) => {
+  const { owner, pool, a, b, as } = await setup(t);
+  const claim = (fx: TenantFixture, role: Role, key: string, hash: string) =>
+    as(fx, role, async (c) => (await c.query(CLAIM, [key, hash])).rows);
+  const read = (fx: TenantFixture, role: Role, key: string) =>
+    as(fx, role, async (c) => (await c.query(READ, [key])).rows);
+
+  t.deepEqual(await claim(a, 'viewer', 'k-1', 'h-1'), [{ '?column?': true }]);
+  await as(a, 'viewer', (c) =>
+    c.query(STORE, ['k-1', 201, JSON.stringify({ id: 'x' }), JSON.stringify({ location: '/x' })]),
+  );
+  // Used: no claim, and the stored answer to replay.
+  t.deepEqual(await claim(a, 'viewer', 'k-1', 'h-2'), []);
+  t.deepEqual(await read(a, 'viewer', 'k-1'), [
+    {
+      request_hash: 'h-1',
+      response_status: 201,
+      response_body: { id: 'x' },
+      response_headers: { location: '/x' },
+    },
+  ]);
+
+  // Another user of the tenant, and a user of another tenant: no such key for them.
+  for (const [fx, role] of [
+    [a, 'inspector'],
+    [b, 'viewer'],
+  ] as const) {
+    t.deepEqual(await read(fx, role, 'k-1'), [], `${fx.tenantId} ${role}`);
+    t.deepEqual(await claim(fx, role, 'k-1', 'h-9'), [{ '?column?': true }]);
+    const stored = await as(fx, role, (c) => c.query(STORE, ['k-1', 200, '{}', '{}']));
+    t.is(stored.rowCount, 1, 'their own key only');
+  }
+  t.like((await read(a, 'viewer', 'k-1'))[0], { request_hash: 'h-1', response_status: 201 });
+  t.is(
+    Number(await value(owner, `select count(*) from weld_hidden.idempotency_keys`)),
+    3,
+    'three keys: one per user',
+  );
+
+  // After 24 hours the same key may be claimed again, its old answer cleared.
+  await owner.query(
+    `update weld_hidden.idempotency_keys set created_at = now() - interval '25 hours'
+      where user_id = $1`,
+    [a.users.viewer],
+  );
+  t.deepEqual(await claim(a, 'viewer', 'k-1', 'h-3'), [{ '?column?': true }]);
+  t.deepEqual(await read(a, 'viewer', 'k-1'), [
+    { request_hash: 'h-3', response_status: null, response_body: null, response_headers: null },
+  ]);
+
+  // Whose key it is cannot be written, nor can a key be made without a user or for another.
+  for (const sql of [
+    `insert into weld_hidden.idempotency_keys (tenant_id, idempotency_key, request_hash) values ('${b.tenantId}', 'k-2', 'h')`,
+    `insert into weld_hidden.idempotency_keys (user_id, idempotency_key, request_hash) values ('${a.users.admin}', 'k-2', 'h')`,
+    `update weld_hidden.idempotency_keys set user_id = '${a.users.admin}'`,
+    `delete from weld_hidden.idempotency_keys`,
+  ]) {
+    await t.throwsAsync(
+      as(a, 'admin', (c) => c.query(sql)),
+      { code: '42501' },
+      sql,
+    );
+  }
+  const anonymous = await t.throwsAsync(
+    withContext(pool, { role: 'weld_anonymous', tenantId: a.tenantId }, (c) =>
+      c.query(CLAIM, ['k-3', 'h']),
+    ),
+  );
+  t.is(sqlstate(anonymous), '42501');
+  const noUser = await t.throwsAsync(
+    as({ ...a, users: { ...a.users, viewer: null as never } }, 'viewer', (c) =>
+      c.query(CLAIM, ['k-3', 'h']),
+    ),
+  );
+  t.is(sqlstate(noUser), '42501', 'without a user, row security refuses the key');
+});
+
+test('purge_idempotency_keys deletes keys older than 24 hours in every tenant, skipping locked ones', async (t) => {
+  const { target, owner, pool, a, b } = await setup(t);
+  for (const fx of [a, b]) {
+    await owner.query(
+      `insert into weld_hidden.idempotency_keys (tenant_id, user_id, idempotency_key, request_hash, created_at)
+       values ($1, $2, 'old', 'h', now() - interval '25 hours'),
+              ($1, $2, 'old-locked', 'h', now() - interval '30 hours'),
+              ($1, $2, 'fresh', 'h', now() - interval '23 hours')`,
+      [fx.tenantId, fx.users.viewer],
+    );
+  }
+  const purge = () =>
+    asAuthenticator(pool, a.tenantId, (c) =>
+      value<number>(c, 'select weld_hidden.purge_idempotency_keys()'),
+    );
+  const keys = async () =>
+    (
+      await owner.query<{ key: string }>(
+        `select idempotency_key as key from weld_hidden.idempotency_keys
+          where tenant_id = $1 order by 1`,
+        [b.tenantId],
+      )
+    ).rows.map((r) => r.key);
+
+  // Another transaction holds one of B's old keys (a request replaying it): skipped, not waited for.
+  const holder = await ownerClient(target);
+  t.teardown(() => holder.end());
+  await holder.query('begin');
+  await holder.query(
+    `select from weld_hidden.idempotency_keys where tenant_id = $1 and idempotency_key = 'old-locked' for update`,
+    [b.tenantId],
+  );
+  t.is(await purge(), 3, "A's two old keys and B's unlocked one");
+  t.deepEqual(await keys(), ['fresh', 'old-locked']);
+  await holder.query('commit');
+  t.is(await purge(), 1);
+  t.deepEqual(await keys(), ['fresh']);
+  t.is(await purge(), 0);
+});
+
+test("the server's housekeeping purges idempotency keys with the authentication bookkeeping", async (t) => {
+  const { owner, pool, a } = await setup(t);
+  await owner.query(
+    `insert into weld_hidden.idempotency_keys (tenant_id, user_id, idempotency_key, request_hash, created_at)
+     values ($1, $2, 'old', 'h', now() - interval '2 days')`,
+    [a.tenantId, a.users.viewer],
+  );
+  const housekeeping = startHousekeeping(pool, createLogger('silent'), 3_600_000);
+  housekeeping.stop();
+  t.deepEqual(await housekeeping.purgeNow(), {
+    deleted_throttle_rows: 0,
+    deleted_refresh_tokens: 0,
+    deleted_sessions: 0,
+    deleted_known_addresses: 0,
+    deleted_idempotency_keys: 1,
+  });
+  t.is(Number(await value(owner, `select count(*) from weld_hidden.idempotency_keys`)), 0);
+});
