@@ -4,7 +4,7 @@
 // Tenants come from BENCH_TENANTS, a JSON map of Host -> tenant id.
 import http from 'node:http';
 import { createPool, prepared, withContext } from '../db/database.ts';
-import { WELD_COLUMNS } from '../rest-adapter/welds.ts';
+import { welds } from '../rest-adapter/welds.ts';
 
 const tenants = JSON.parse(process.env.BENCH_TENANTS ?? '{}') as Record<string, string>;
 const pool = createPool(process.env.AUTHENTICATOR_URL!, {
@@ -19,9 +19,7 @@ const server = http.createServer((req, res) => {
     return;
   }
   withContext(pool, { role: 'weld_viewer', tenantId }, (db) =>
-    db.query<{ id: string }>(
-      prepared(`select ${WELD_COLUMNS} from weld_public.welds order by id limit $1`, [51]),
-    ),
+    db.query<{ id: string }>(prepared(`${welds.select} order by id limit $1`, [51])),
   ).then(
     ({ rows }) => {
       const items = rows.slice(0, 50);

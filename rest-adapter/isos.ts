@@ -1,60 +1,41 @@
-// GET /isos (and /api/isos): the tenant's isometric drawings, filtered by isoNumber or lineNumber,
-// in keyset pages. Read as the caller's role; row security keeps it to the caller's tenant.
-import type pg from 'pg';
+// ISOs: the isometric drawings that hold welds. Engineers create, change and delete them; an ISO
+// that still holds a weld cannot be deleted (409: the welds reference it, migrations/000002).
 import { z } from 'zod';
-import { withContext } from '../db/database.ts';
 import { FLUID_SERVICES } from '../db/vocabulary.ts';
-import { problems, zodIssues } from '../server/http/problem.ts';
-import type { Route } from '../server/http/route.ts';
-import { callerContext } from '../server/http/session.ts';
-import { cursorParam, limitParam, pageOf, pageQuery, sendPage } from './pagination.ts';
+import { column, defineResource } from './resource.ts';
 
-export const IsoJson = z.object({
-  id: z.uuid(),
-  isoNumber: z.string(),
-  revision: z.string(),
-  lineNumber: z.string(),
-  area: z.string().nullable(),
-  pipingClass: z.string().nullable(),
-  fluidService: z.enum(FLUID_SERVICES),
-  rtPercent: z.number().describe('required radiography, percent of butt welds'),
-  createdAt: z.iso.datetime(),
-  updatedAt: z.iso.datetime(),
-});
-
-export const IsoListQuery = z.strictObject({
-  limit: limitParam,
-  cursor: cursorParam.optional(),
-  isoNumber: z.string().min(1).max(100).optional(),
-  lineNumber: z.string().min(1).max(100).optional(),
-});
-
-export const IsoPage = pageOf(IsoJson);
-
-const ISO_COLUMNS = `id, iso_number as "isoNumber", revision, line_number as "lineNumber", area,
-  piping_class as "pipingClass", fluid_service as "fluidService", rt_percent::float8 as "rtPercent",
-  created_at as "createdAt", updated_at as "updatedAt"`;
-
-export function isoRoutes(pool: pg.Pool, prefix: string): Route[] {
-  return [
-    {
-      method: 'GET',
-      path: `${prefix}/isos`,
-      handler: async (req, res) => {
-        const parsed = IsoListQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const q = parsed.data;
-        const filters = [
-          q.isoNumber !== undefined && (['iso_number = ?', q.isoNumber] as const),
-          q.lineNumber !== undefined && (['line_number = ?', q.lineNumber] as const),
-        ];
-        const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<{ id: string }>(
-            pageQuery(`select ${ISO_COLUMNS} from weld_public.isos`, filters, q.cursor, q.limit),
-          ),
-        );
-        sendPage(req, res, rows, q.limit);
-      },
+export const isos = defineResource({
+  path: 'isos',
+  schema: 'Iso',
+  noun: 'ISO',
+  plural: 'ISOs',
+  table: 'weld_public.isos',
+  description: 'An isometric drawing of a line or spool; holds many welds.',
+  fields: {
+    isoNumber: column.text('iso_number', 100, { write: 'always', required: true, filter: true }),
+    revision: column.text('revision', 20, { write: 'always' }),
+    lineNumber: column.text('line_number', 100, { write: 'always', required: true, filter: true }),
+    area: column.text('area', 100, { nullable: true, write: 'always', filter: true }),
+    pipingClass: column.text('piping_class', 50, { nullable: true, write: 'always' }),
+    fluidService: {
+      column: 'fluid_service',
+      type: z.enum(FLUID_SERVICES).describe('B31.3 fluid service (default normal)'),
+      write: 'always',
+      filter: true,
     },
-  ];
-}
+    rtPercent: column.number(
+      'rt_percent',
+      z
+        .number()
+        .min(0)
+        .max(100)
+        .describe('required radiography, percent of butt welds (default 5)'),
+      { write: 'always' },
+    ),
+  },
+  access: {
+    create: 'engineer',
+    update: 'engineer',
+    delete: 'engineer, only while it holds no weld (else 409 /problems/still-referenced)',
+  },
+});

@@ -10,8 +10,9 @@ import { z } from 'zod';
 import { PAGE_SIZE, WELD_STATUSES } from '../db/vocabulary.ts';
 import type { Route } from '../server/http/route.ts';
 import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
-import { IsoJson, IsoListQuery, IsoPage } from './isos.ts';
-import { StatusChange, WeldJson, WeldListQuery, WeldPage } from './welds.ts';
+import type { Resource } from './resource.ts';
+import { RESOURCES } from './resources.ts';
+import { HistoryPage, HistoryQuery, StatusChange } from './welds.ts';
 
 const json = (schema: z.ZodType, io: 'input' | 'output' = 'output') =>
   z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
@@ -53,6 +54,154 @@ const page = {
   headers: { Link: { schema: { type: 'string' }, description: 'the next page, rel="next"' } },
 };
 
+const idParam = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', format: 'uuid' },
+};
+const header = (name: string, description: string) => ({
+  name,
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
+  description,
+});
+const itemHeaders = { ETag: { schema: { type: 'string' }, description: 'the version, quoted' } };
+
+/** A resource's schemas: the item, its page, and the bodies it accepts. */
+function resourceSchemas(r: Resource): Array<[string, unknown]> {
+  return [
+    [r.schema, json(r.item)],
+    [`${r.schema}Page`, json(r.page)],
+    ...(r.createBody
+      ? [[`${r.schema}Create`, json(r.createBody, 'input')] as [string, unknown]]
+      : []),
+    ...(r.patchBody ? [[`${r.schema}Patch`, json(r.patchBody, 'input')] as [string, unknown]] : []),
+  ];
+}
+
+/** A resource's operations, as resource.ts serves them. */
+function resourcePaths(r: Resource): Array<[string, unknown]> {
+  const who = (what: string | undefined) => (what ? ` Who: ${what}.` : '');
+  const writeProblems = {
+    '403': problem('your role may not do this (or the CSRF check failed)'),
+    '409': problem(
+      "a unique key is taken (/problems/conflict, naming the field), or the record's state refuses the change (/problems/state-conflict)",
+    ),
+    '422': problem(
+      'a bad or read-only field, or a reference to no record of your tenant, named in errors',
+    ),
+  };
+  if (r.path === 'ndt-records') {
+    writeProblems['409'] = problem(
+      'a duplicate report number (/problems/conflict), or NDT results the lifecycle rules refuse (/problems/ndt-result-refused, naming each weld)',
+      'NdtResultProblem',
+    );
+  }
+  const collection = {
+    get: {
+      summary: `List ${r.plural}`,
+      description: `${r.description} Filters combine with "and".`,
+      parameters: queryParameters(r.listQuery),
+      responses: {
+        '200': { ...page, ...content(`${r.schema}Page`) },
+        '422': problem('a bad parameter, named in errors'),
+        ...common,
+      },
+    },
+    ...(r.createBody && {
+      post: {
+        summary: `Create a ${r.noun}`,
+        description:
+          `${r.description}${who(r.access.create)} With an Idempotency-Key, a retry of the same request ` +
+          'within 24 hours answers the first answer again (Idempotent-Replayed: true) without writing.',
+        parameters: [
+          header(
+            'Idempotency-Key',
+            '1 to 255 visible ASCII characters; the same key and body within 24 h replay the first answer, another body is 422',
+          ),
+        ],
+        requestBody: { required: true, ...content(`${r.schema}Create`) },
+        responses: {
+          '201': {
+            description: `the new ${r.noun}`,
+            headers: {
+              ...itemHeaders,
+              Location: { schema: { type: 'string' }, description: 'its path' },
+              'Idempotent-Replayed': {
+                schema: { const: 'true' },
+                description: 'present when this is the stored answer of an earlier request',
+              },
+            },
+            ...content(r.schema),
+          },
+          ...writeProblems,
+          '422': problem(
+            'a bad field, named in errors; or the Idempotency-Key was used for another request (/problems/idempotency-key-reused)',
+          ),
+          ...common,
+        },
+      },
+    }),
+  };
+  const single = {
+    get: {
+      summary: `Read a ${r.noun}`,
+      parameters: [idParam, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
+      responses: {
+        '200': {
+          description: `the ${r.noun}; ETag is its version`,
+          headers: itemHeaders,
+          ...content(r.schema),
+        },
+        '304': { description: 'not modified (If-None-Match)' },
+        ...common,
+      },
+    },
+    ...(r.patchBody && {
+      patch: {
+        summary: `Change a ${r.noun}`,
+        description:
+          `JSON merge: the fields given are set (null clears a nullable one), the others kept; ` +
+          `lists of ids are replaced as a whole.${who(r.access.update)}`,
+        parameters: [idParam, header('If-Match', 'the ETag you read; 412 if it changed since')],
+        requestBody: { required: true, ...content(`${r.schema}Patch`) },
+        responses: {
+          '200': {
+            description: `the changed ${r.noun}`,
+            headers: itemHeaders,
+            ...content(r.schema),
+          },
+          ...writeProblems,
+          '412': problem('If-Match is stale; `version` is the current one'),
+          ...common,
+        },
+      },
+    }),
+    ...(r.access.delete && {
+      delete: {
+        summary: `Delete a ${r.noun}`,
+        description: `Who: ${r.access.delete}.`,
+        parameters: [idParam, header('If-Match', 'the ETag you read; 412 if it changed since')],
+        responses: {
+          '204': { description: 'deleted' },
+          '403': problem('your role may not do this (or the CSRF check failed)'),
+          '409': problem(
+            'still referenced (/problems/still-referenced), or its state forbids it (/problems/state-conflict)',
+          ),
+          '412': problem('If-Match is stale'),
+          ...common,
+        },
+      },
+    }),
+  };
+  return [
+    [`/${r.path}`, collection],
+    [`/${r.path}/{id}`, single],
+  ];
+}
+
 /** The problem types, for readers of the document alone (the README has the same table). */
 const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when the HTTP status says it all, else one of:
 
@@ -61,6 +210,10 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/unknown-tenant | 404 | no tenant is served from the request's origin |
 | /problems/validation-failed | 422 | the input broke its schema, or the database refused a value; \`errors\` names each parameter or field |
 | /problems/conflict | 409 | a unique key is taken within your tenant; \`errors\` names the field |
+| /problems/still-referenced | 409 | a delete of something other records still refer to (an ISO that holds welds) |
+| /problems/state-conflict | 409 | the record's state does not allow the change (a test package that is not open) |
+| /problems/ndt-result-refused | 409 | the lifecycle rules refuse an NDT result for some welds; \`welds\` names each with its status; nothing was recorded |
+| /problems/idempotency-key-reused | 422 | the Idempotency-Key was used in the last 24 hours for a different request |
 | /problems/unauthorized | 401 | no access token, or an invalid, expired or ended one |
 | /problems/invalid-credentials | 401 | login: wrong user name or password (one answer for every reason) |
 | /problems/invalid-refresh-token | 401 | refresh: the token is unknown, used, expired or revoked |
@@ -79,11 +232,9 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 
 function buildDocument() {
   const schemas: Record<string, unknown> = {
-    Weld: json(WeldJson),
-    Iso: json(IsoJson),
-    WeldPage: json(WeldPage),
-    IsoPage: json(IsoPage),
+    ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
     StatusChange: json(StatusChange, 'input'),
+    WeldHistoryPage: json(HistoryPage),
     LoginBody: json(LoginBody, 'input'),
     RefreshBody: json(RefreshBody, 'input'),
     TokenResponse: json(TokenResponse),
@@ -119,6 +270,33 @@ function buildDocument() {
       },
       required: ['type', 'title', 'status', 'detail'],
     },
+    NdtResultProblem: {
+      allOf: [
+        ref('Problem'),
+        {
+          type: 'object',
+          properties: {
+            welds: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  weldId: { type: 'string', format: 'uuid' },
+                  weldNumber: { type: 'string' },
+                  status: { enum: [...WELD_STATUSES] },
+                  result: { enum: ['accepted', 'rejected'] },
+                  allowed: { type: 'array', items: { enum: [...WELD_STATUSES] } },
+                },
+              },
+            },
+          },
+          // Only the refusal names welds: a duplicate report number (/problems/conflict) is a
+          // 409 of the same operation.
+          if: { properties: { type: { const: '/problems/ndt-result-refused' } } },
+          then: { required: ['welds'] },
+        },
+      ],
+    },
     TransitionProblem: {
       allOf: [
         ref('Problem'),
@@ -142,12 +320,6 @@ function buildDocument() {
   };
   for (const value of Object.values(schemas)) delete (value as { $schema?: string }).$schema;
 
-  const weldId = {
-    name: 'id',
-    in: 'path',
-    required: true,
-    schema: { type: 'string', format: 'uuid' },
-  };
   return {
     openapi: '3.1.0',
     info: {
@@ -281,52 +453,13 @@ function buildDocument() {
           },
         },
       },
-      '/isos': {
-        get: {
-          summary: 'List ISOs',
-          parameters: queryParameters(IsoListQuery),
-          responses: {
-            '200': { ...page, ...content('IsoPage') },
-            '422': problem('a bad parameter, named in errors'),
-            ...common,
-          },
-        },
-      },
-      '/welds': {
-        get: {
-          summary: 'List welds',
-          parameters: queryParameters(WeldListQuery),
-          responses: {
-            '200': { ...page, ...content('WeldPage') },
-            '422': problem('a bad parameter, named in errors'),
-            ...common,
-          },
-        },
-      },
-      '/welds/{id}': {
-        get: {
-          summary: 'Read one weld',
-          parameters: [
-            weldId,
-            { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' } },
-          ],
-          responses: {
-            '200': {
-              description: 'the weld; ETag is its version',
-              headers: { ETag: { schema: { type: 'string' } } },
-              ...content('Weld'),
-            },
-            '304': { description: 'not modified (If-None-Match)' },
-            ...common,
-          },
-        },
-      },
+      ...Object.fromEntries(RESOURCES.flatMap(resourcePaths)),
       '/welds/{id}/status': {
         patch: {
           summary:
             'Advance a weld through its status lifecycle (the tenant’s transition rules decide)',
           parameters: [
-            weldId,
+            idParam,
             {
               name: 'If-Match',
               in: 'header',
@@ -349,6 +482,19 @@ function buildDocument() {
             ),
             '412': problem('If-Match is stale'),
             '422': problem('status is not one of the five values, or the rule requires a reason'),
+            ...common,
+          },
+        },
+      },
+      '/welds/{id}/history': {
+        get: {
+          summary: 'The status changes of a weld, oldest first',
+          description:
+            'Who changed it, when, from and to which status, why, and what caused it (a user, or the NDT record whose result it applied).',
+          parameters: [idParam, ...queryParameters(HistoryQuery)],
+          responses: {
+            '200': { ...page, ...content('WeldHistoryPage') },
+            '422': problem('a bad parameter, named in errors'),
             ...common,
           },
         },

@@ -1,49 +1,20 @@
-// The weld paths (and the same under /api):
+// Welds, described like every resource (resource.ts) but with two paths of their own:
 //
-//   GET   /welds               keyset pages; filters isoId, status (comma-separated), weldNumber,
-//                              updatedSince
-//   GET   /welds/{id}          one weld, with ETag (its version); If-None-Match -> 304
 //   PATCH /welds/{id}/status   {"status", "reason"?}, optional If-Match: the lifecycle function
 //                              decides (409 with `allowed`, 403, 412, 422 reason required)
+//   GET   /welds/{id}/history  the weld's status changes, oldest first, in keyset pages
 //
-// Every query runs as the caller's role and tenant; row security and change_weld_status() hold
-// the rules (migrations/000002), problem.ts maps their refusals to HTTP.
-import type { Request, Response } from 'express';
+// A weld's status, repair cycle and version are read-only everywhere else: PATCH /welds/{id}
+// changes the other fields (engineers), and welds are never deleted (VOIDED instead).
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
-import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
+import { problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
-import {
-  cursorParam,
-  instantParam,
-  limitParam,
-  pageOf,
-  pageQuery,
-  sendPage,
-} from './pagination.ts';
-
-export const WeldJson = z.object({
-  id: z.uuid(),
-  isoId: z.uuid(),
-  weldNumber: z.string(),
-  type: z.enum(WELD_TYPES).describe('BW butt, SW socket, FW fillet, BR branch, TW tie-in'),
-  size: z.number().describe('NPS, inches'),
-  schedule: z.string().nullable(),
-  wallThickness: z.number().nullable().describe('inches'),
-  material: z.string().nullable(),
-  welderId: z.uuid().nullable(),
-  wpsId: z.uuid().nullable(),
-  weldedOn: z.iso.date().nullable(),
-  status: z.enum(WELD_STATUSES),
-  repairCycle: z.number().int().describe('0 at first examination; +1 per repair released'),
-  version: z.number().int().describe('bumped by every change; the ETag'),
-  createdAt: z.iso.datetime(),
-  updatedAt: z.iso.datetime(),
-});
-export type Weld = z.infer<typeof WeldJson>;
+import { limitParam } from './pagination.ts';
+import { column, defineResource, expectedVersion, pathId, sendItem } from './resource.ts';
 
 const statusList = z
   .string()
@@ -51,127 +22,157 @@ const statusList = z
   .pipe(z.array(z.enum(WELD_STATUSES)).min(1))
   .describe(`one or several of ${WELD_STATUSES.join(', ')}, comma-separated`);
 
-export const WeldListQuery = z.strictObject({
-  limit: limitParam,
-  cursor: cursorParam.optional(),
-  isoId: z.uuid().optional(),
-  status: statusList.optional(),
-  weldNumber: z.string().min(1).max(50).optional(),
-  updatedSince: instantParam.optional(),
+export const welds = defineResource({
+  path: 'welds',
+  schema: 'Weld',
+  noun: 'weld',
+  plural: 'welds',
+  table: 'weld_public.welds',
+  description: 'One joint on an ISO, moving through the status lifecycle.',
+  fields: {
+    isoId: column.id('iso_id', { write: 'always', required: true, filter: true }),
+    weldNumber: column.text('weld_number', 50, { write: 'always', required: true, filter: true }),
+    type: {
+      column: 'type',
+      type: z.enum(WELD_TYPES).describe('BW butt, SW socket, FW fillet, BR branch, TW tie-in'),
+      write: 'always',
+      required: true,
+      filter: true,
+    },
+    size: column.number('size', z.number().positive().describe('NPS, inches'), {
+      write: 'always',
+      required: true,
+    }),
+    schedule: {
+      column: 'schedule',
+      type: z
+        .string()
+        .regex(
+          /^(5S|10S|40S|80S|160S|STD|XS|XXS|[0-9]{1,3})$/,
+          'must be a pipe schedule (40, 80, XS, 10S, ...)',
+        ),
+      nullable: true,
+      write: 'always',
+    },
+    wallThickness: column.number('wall_thickness', z.number().positive().describe('inches'), {
+      nullable: true,
+      write: 'always',
+    }),
+    material: column.text('material', 100, { nullable: true, write: 'always' }),
+    welderId: column.id('welder_id', { nullable: true, write: 'always', filter: true }),
+    wpsId: column.id('wps_id', { nullable: true, write: 'always', filter: true }),
+    weldedOn: column.date('welded_on', { nullable: true, write: 'always' }),
+    status: {
+      column: 'status',
+      type: z
+        .enum(WELD_STATUSES)
+        .describe('changed by PATCH /welds/{id}/status and NDT results only'),
+    },
+    repairCycle: {
+      column: 'repair_cycle',
+      type: z.number().int().describe('0 at first examination; +1 per repair released'),
+    },
+  },
+  filters: { status: { sql: 'r.status = any(?::weld_public.weld_status[])', type: statusList } },
+  access: { create: 'engineer', update: 'engineer (every field but status, repairCycle, version)' },
 });
-
-export const WeldPage = pageOf(WeldJson);
 
 export const StatusChange = z.strictObject({
   status: z.enum(WELD_STATUSES),
   reason: z.string().max(2000).optional().describe('required by some transitions (see the rules)'),
 });
 
-/** The contract's weld JSON, selected (also used by bench/baseline.ts, which must run the same SQL). */
-export const WELD_COLUMNS = `id, iso_id as "isoId", weld_number as "weldNumber", type, size::float8 as size,
-  schedule, wall_thickness::float8 as "wallThickness", material, welder_id as "welderId",
-  wps_id as "wpsId", welded_on::text as "weldedOn", status, repair_cycle as "repairCycle", version,
-  created_at as "createdAt", updated_at as "updatedAt"`;
+export const HistoryEntry = z.object({
+  id: z.number().int().describe('increases with every change of the tenant'),
+  fromStatus: z.enum(WELD_STATUSES),
+  toStatus: z.enum(WELD_STATUSES),
+  reason: z.string().nullable(),
+  changedBy: z.uuid().nullable().describe('the user; null for changes made by the system'),
+  changedAt: z.iso.datetime(),
+  repairCycle: z.number().int(),
+  cause: z.enum(['user', 'ndt', 'system']).describe('a user action, or the NDT record given'),
+  ndtRecordId: z.uuid().nullable(),
+});
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const HistoryQuery = z.strictObject({
+  limit: limitParam,
+  cursor: z
+    .string()
+    .regex(/^[0-9]{1,18}$/, 'not a cursor this service issued')
+    .optional()
+    .describe('nextCursor of the previous page'),
+});
 
-const etagOf = (weld: Weld) => `"${weld.version}"`;
+export const HistoryPage = z.object({
+  items: z.array(HistoryEntry),
+  nextCursor: z
+    .string()
+    .nullable()
+    .describe('pass as `cursor` for the next page; null on the last'),
+});
 
-/** The weld id of the path; anything that is not a UUID names no weld: 404. */
-function weldId(req: Request): string {
-  const id = req.params.id;
-  if (typeof id !== 'string' || !UUID.test(id)) throw problems.notFound('No such weld.');
-  return id.toLowerCase();
-}
-
-/** Entity tags in an If-Match / If-None-Match header ("*" matches any). */
-function entityTags(header: string | undefined): string[] | undefined {
-  return header?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
-}
-
-function sendWeld(res: Response, weld: Weld): void {
-  res.setHeader('ETag', etagOf(weld));
-  res.setHeader('Cache-Control', 'private, no-cache');
-  res.json(weld);
-}
-
-export function weldRoutes(pool: pg.Pool, prefix: string): Route[] {
+/** The weld paths beyond the resource's own: the status change and the history. */
+export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
   return [
-    {
-      method: 'GET',
-      path: `${prefix}/welds`,
-      handler: async (req, res) => {
-        const parsed = WeldListQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const q = parsed.data;
-        const filters = [
-          q.isoId !== undefined && (['iso_id = ?', q.isoId] as const),
-          q.status !== undefined &&
-            (['status = any(?::weld_public.weld_status[])', q.status] as const),
-          q.weldNumber !== undefined && (['weld_number = ?', q.weldNumber] as const),
-          q.updatedSince !== undefined && (['updated_at >= ?', q.updatedSince] as const),
-        ];
-        const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<Weld>(
-            pageQuery(`select ${WELD_COLUMNS} from weld_public.welds`, filters, q.cursor, q.limit),
-          ),
-        );
-        sendPage(req, res, rows, q.limit);
-      },
-    },
-    {
-      method: 'GET',
-      path: `${prefix}/welds/:id`,
-      handler: async (req, res) => {
-        const id = weldId(req);
-        const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<Weld>(
-            prepared(`select ${WELD_COLUMNS} from weld_public.welds where id = $1`, [id]),
-          ),
-        );
-        const weld = rows[0];
-        if (!weld) throw problems.notFound('No such weld.');
-        const wanted = entityTags(req.get('if-none-match'));
-        if (wanted && (wanted.includes('*') || wanted.includes(etagOf(weld)))) {
-          res.setHeader('ETag', etagOf(weld));
-          res.status(304).end();
-          return;
-        }
-        sendWeld(res, weld);
-      },
-    },
     {
       method: 'PATCH',
       path: `${prefix}/welds/:id/status`,
       body: true,
       handler: async (req, res) => {
-        const id = weldId(req);
+        const id = pathId(req, 'weld');
         const change = StatusChange.parse(req.body ?? {});
-        const tags = entityTags(req.get('if-match'));
-        let expectedVersion: number | null = null;
-        if (tags && !tags.includes('*')) {
-          const versions = tags.map((tag) => /^"(\d{1,9})"$/.exec(tag)?.[1]).filter(Boolean);
-          // An If-Match that can match no version of this weld is a failed precondition.
-          if (versions.length !== 1) {
-            throw new HttpProblem(412, {
-              type: '/problems/stale-version',
-              title: 'Precondition failed',
-              detail: 'If-Match must be one entity tag this service issued for the weld.',
-            });
-          }
-          expectedVersion = Number(versions[0]);
-        }
-        const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<Weld>(
-            prepared(`select ${WELD_COLUMNS} from weld_public.change_weld_status($1, $2, $3, $4)`, [
+        const version = expectedVersion(req);
+        const weld = await withContext(pool, callerContext(req), async (db) => {
+          await db.query(
+            prepared('select from weld_public.change_weld_status($1, $2, $3, $4)', [
               id,
               change.status,
               change.reason ?? null,
-              expectedVersion,
+              version,
             ]),
-          ),
-        );
-        sendWeld(res, rows[0]!);
+          );
+          const { rows } = await db.query<{ version: number }>(
+            prepared(`${welds.select} where r.id = $1`, [id]),
+          );
+          return rows[0]!;
+        });
+        sendItem(res, weld);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/welds/:id/history`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'weld');
+        const parsed = HistoryQuery.safeParse(req.query);
+        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const { limit, cursor } = parsed.data;
+        const rows = await withContext(pool, callerContext(req), async (db) => {
+          const weld = await db.query(
+            prepared('select from weld_public.welds where id = $1', [id]),
+          );
+          if (!weld.rowCount) throw problems.notFound('No such weld.');
+          const history = await db.query<{ id: number }>(
+            prepared(
+              `select h.id::float8 as id, h.from_status as "fromStatus", h.to_status as "toStatus",
+                      h.reason, h.changed_by as "changedBy", h.changed_at as "changedAt",
+                      h.repair_cycle as "repairCycle", h.cause, h.ndt_record_id as "ndtRecordId"
+                 from weld_public.weld_status_history h
+                where h.weld_id = $1 and h.id > $2
+                order by h.id limit $3`,
+              [id, cursor ?? 0, limit + 1],
+            ),
+          );
+          return history.rows;
+        });
+        const items = rows.slice(0, limit);
+        const nextCursor = rows.length > limit ? String(items.at(-1)!.id) : null;
+        if (nextCursor) {
+          const query = new URLSearchParams(req.query as Record<string, string>);
+          query.set('cursor', nextCursor);
+          res.setHeader('Link', `<${req.path}?${query.toString()}>; rel="next"`);
+        }
+        res.json({ items, nextCursor });
       },
     },
   ];

@@ -15,10 +15,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import { format } from 'node:util';
-import type pg from 'pg';
 import { isSafeError } from 'postgraphile/grafast';
 import { GraphQLError } from 'postgraphile/graphql';
-import { databaseProblem, type ColumnNaming } from './http/problem.ts';
+import {
+  camelCase,
+  CatalogColumnNaming,
+  databaseProblem,
+  type ColumnNaming,
+} from './http/problem.ts';
 import type { Logger } from './http/log.ts';
 
 /** The connection filter plugin refuses these inputs with plain Errors; they are the client's. */
@@ -64,42 +68,10 @@ function routeConsoleToLogger(): void {
   }
 }
 
-/**
- * GraphQL's names for the columns of weld_public: camelCase, `id` as `rowId`; a constraint's
- * columns from the catalog (loaded once, when the schema is built).
- */
-export class GraphqlColumnNaming implements ColumnNaming {
-  private readonly constraints = new Map<string, readonly string[]>();
-
-  field(column: string): string {
-    if (column === 'id') return 'rowId';
-    return column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-  }
-
-  constraintColumns(table: string, constraint: string): readonly string[] | undefined {
-    return this.constraints.get(`${table}.${constraint}`);
-  }
-
-  /** Constraints and unique indexes of weld_public with their columns, in key order. */
-  async load(pool: pg.Pool): Promise<void> {
-    const { rows } = await pool.query<{ name: string; columns: string[] }>(`
-      select r.relname || '.' || c.conname as name,
-             array(select a.attname::text from unnest(c.conkey) with ordinality k(n, i)
-                     join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n
-                    order by k.i) as columns
-        from pg_constraint c
-        join pg_class r on r.oid = c.conrelid
-       where r.relnamespace = 'weld_public'::regnamespace and c.contype in ('p', 'u', 'f', 'c')
-      union all
-      select r.relname || '.' || i.relname,
-             array(select a.attname::text from unnest(x.indkey::int2[]) with ordinality k(n, i)
-                     join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k.n
-                    order by k.i)
-        from pg_index x
-        join pg_class i on i.oid = x.indexrelid
-        join pg_class r on r.oid = x.indrelid
-       where r.relnamespace = 'weld_public'::regnamespace and x.indisunique`);
-    for (const row of rows) this.constraints.set(row.name, row.columns);
+/** GraphQL's names for the columns of weld_public: camelCase, `id` as `rowId`. */
+export class GraphqlColumnNaming extends CatalogColumnNaming {
+  constructor() {
+    super((column) => (column === 'id' ? 'rowId' : camelCase(column)));
   }
 }
 

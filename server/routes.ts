@@ -3,9 +3,10 @@
 // server/main.ts (and the tests' in-process server) hand this list to createApp.
 import type pg from 'pg';
 import { authRoutes } from '../rest-adapter/auth.ts';
-import { isoRoutes } from '../rest-adapter/isos.ts';
 import { openapiRoutes } from '../rest-adapter/openapi.ts';
-import { weldRoutes } from '../rest-adapter/welds.ts';
+import { resourceRoutes } from '../rest-adapter/resource.ts';
+import { RESOURCES } from '../rest-adapter/resources.ts';
+import { weldLifecycleRoutes } from '../rest-adapter/welds.ts';
 import type { KeyRing } from './auth/keys.ts';
 import { graphqlRoutes, type Graphql } from './graphql.ts';
 import { healthRoutes } from './health.ts';
@@ -28,8 +29,8 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
     ...healthRoutes({ pool: deps.pool, isDraining: deps.isDraining ?? (() => false) }),
     ...authRoutes({ pool: deps.pool, ring: deps.ring, ...deps.auth }),
     ...DATA_PREFIXES.flatMap((prefix) => [
-      ...isoRoutes(deps.pool, prefix),
-      ...weldRoutes(deps.pool, prefix),
+      ...weldLifecycleRoutes(deps.pool, prefix),
+      ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool, prefix)),
     ]),
     ...graphqlRoutes(deps.graphql),
     ...openapiRoutes(),

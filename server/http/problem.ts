@@ -4,6 +4,7 @@
 // `type` is "about:blank" when the HTTP status says it all (RFC 9457 section 4.2.1), and a
 // relative reference "/problems/<name>" for the service's own kinds, listed in the README.
 import type { ErrorRequestHandler, Response } from 'express';
+import type pg from 'pg';
 import { z } from 'zod';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -114,9 +115,69 @@ export interface ColumnNaming {
   constraintColumns?(table: string, constraint: string): readonly string[] | undefined;
 }
 
-const camelCase = (column: string) =>
+export const camelCase = (column: string) =>
   column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 const REST_NAMING: ColumnNaming = { field: camelCase };
+
+/**
+ * Column names as a client spells them, with every constraint's and unique index's columns read
+ * from the catalog of weld_public once (row security hides DETAIL, so a unique violation would
+ * otherwise name no field).
+ */
+export class CatalogColumnNaming implements ColumnNaming {
+  private readonly constraints = new Map<string, readonly string[]>();
+
+  readonly field: (column: string) => string;
+
+  constructor(field: (column: string) => string = camelCase) {
+    this.field = field;
+  }
+
+  constraintColumns(table: string, constraint: string): readonly string[] | undefined {
+    return this.constraints.get(`${table}.${constraint}`);
+  }
+
+  /** Constraints and unique indexes of weld_public with their columns, in key order. */
+  async load(pool: pg.Pool): Promise<void> {
+    const { rows } = await pool.query<{ name: string; columns: string[] }>(`
+      select r.relname || '.' || c.conname as name,
+             array(select a.attname::text from unnest(c.conkey) with ordinality k(n, i)
+                     join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n
+                    order by k.i) as columns
+        from pg_constraint c
+        join pg_class r on r.oid = c.conrelid
+       where r.relnamespace = 'weld_public'::regnamespace and c.contype in ('p', 'u', 'f', 'c')
+      union all
+      select r.relname || '.' || i.relname,
+             array(select a.attname::text from unnest(x.indkey::int2[]) with ordinality k(n, i)
+                     join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k.n
+                    order by k.i)
+        from pg_index x
+        join pg_class i on i.oid = x.indexrelid
+        join pg_class r on r.oid = x.indrelid
+       where r.relnamespace = 'weld_public'::regnamespace and x.indisunique`);
+    for (const row of rows) this.constraints.set(row.name, row.columns);
+  }
+}
+
+const restNamings = new WeakMap<pg.Pool, Promise<ColumnNaming>>();
+
+/** REST's naming for the database behind `pool`, loaded on first use (plain names if that fails). */
+export function restNaming(pool: pg.Pool): Promise<ColumnNaming> {
+  let naming = restNamings.get(pool);
+  if (!naming) {
+    const catalog = new CatalogColumnNaming();
+    naming = catalog.load(pool).then(
+      () => catalog,
+      () => {
+        restNamings.delete(pool); // try again next time
+        return REST_NAMING;
+      },
+    );
+    restNamings.set(pool, naming);
+  }
+  return naming;
+}
 
 /** DETAIL of WD002 / WD005 is JSON; anything else reads as an empty object. */
 function jsonDetail(e: DatabaseError): Record<string, unknown> {
@@ -158,7 +219,8 @@ const invalid = (detail: string, issues: ValidationIssue[]) =>
  * `type` as extensions.code). DETAIL of WD002 / WD005 is JSON.
  */
 const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming) => HttpProblem> = {
-  WD001: () => problems.notFound('No such weld.'),
+  // The message names the kind of row, e.g. "weld 7f0c... not found".
+  WD001: (e) => problems.notFound(`No such ${e.message.replace(/ [0-9a-f-]{36} not found$/, '')}.`),
   WD002: (e) => {
     const { allowed } = jsonDetail(e);
     return new HttpProblem(409, {
@@ -185,9 +247,34 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
     new HttpProblem(412, {
       type: '/problems/stale-version',
       title: 'Precondition failed',
-      detail: `The weld has changed since that version (${e.message}); read it again.`,
+      detail: `It has changed since that version (${e.message}); read it again.`,
       // The weld's current version, so a client can tell how far behind it is.
       extensions: { version: jsonDetail(e).version },
+    }),
+  // NDT results the lifecycle rules refuse for some welds; DETAIL {"welds": [...]}, each with
+  // weldId, weldNumber, status, result and the statuses its rules allow
+  WD006: (e) => {
+    const { welds } = jsonDetail(e);
+    return new HttpProblem(409, {
+      type: '/problems/ndt-result-refused',
+      title: 'NDT results refused',
+      detail: `${e.message}; nothing was recorded.`,
+      extensions: { welds: Array.isArray(welds) ? welds : [] },
+    });
+  },
+  // invalid input to a SQL function; DETAIL {"pointer": "/welds/0/result"} into the JSON it got
+  WD007: (e) => {
+    const { pointer } = jsonDetail(e);
+    return invalid(`${e.message}.`, [
+      typeof pointer === 'string' ? { pointer, detail: e.message } : { detail: e.message },
+    ]);
+  },
+  // the record's state does not allow the change (a released test package)
+  WD008: (e) =>
+    new HttpProblem(409, {
+      type: '/problems/state-conflict',
+      title: 'Not in this state',
+      detail: `${e.message}.`,
     }),
   // permission denied: the caller's role lacks the privilege
   '42501': () =>
@@ -216,16 +303,23 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   '23503': (e, naming) => {
     const fields = constraintFields(e, naming);
     if (/^update or delete on table/.test(e.message)) {
-      return invalid(
-        `It is still referenced by ${e.table ?? 'another table'}${fields.length ? ` (${listed(fields)})` : ''}; remove or change those first.`,
-        [{ detail: 'is still referenced' }],
-      );
+      // The message names the referencing table: 'update or delete on table "isos" violates
+      // foreign key constraint ... on table "welds"'.
+      const by = /on table "([^"]+)"$/.exec(e.message)?.[1]?.replaceAll('_', ' ');
+      return new HttpProblem(409, {
+        type: '/problems/still-referenced',
+        title: 'Still referenced',
+        detail: `It is still referenced${by ? ` by ${by}` : ''}; remove or change those first.`,
+      });
     }
     return invalid(
       fields.length ? `${listed(fields)}: no such record.` : 'A reference points at no record.',
       fields.map((f) => ({ pointer: `/${f}`, detail: 'refers to no record' })),
     );
   },
+  // restrict_violation: PostgreSQL 18 reports a delete that an ON DELETE RESTRICT key refuses
+  // with this SQLSTATE (and the same message) instead of 23503
+  '23001': (e, naming) => SQLSTATE_PROBLEMS['23503']!(e, naming),
   // check_violation: the field(s) the CHECK reads
   '23514': (e, naming) => {
     const fields = constraintFields(e, naming);

@@ -353,7 +353,7 @@ test("the database's refusals reach GraphQL as clear errors carrying REST's prob
       ),
     ),
     {
-      message: `The weld has changed since that version (weld ${pending.id} is at version ${pending.version}, not ${pending.version + 5}); read it again.`,
+      message: `It has changed since that version (weld ${pending.id} is at version ${pending.version}, not ${pending.version + 5}); read it again.`,
       extensions: { code: '/problems/stale-version', status: 412, version: pending.version },
     },
   );

@@ -3,7 +3,11 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import test from 'ava';
 import { addTenant } from '../../db/tenants.ts';
+import type pg from 'pg';
 import { openapiDocument } from '../../rest-adapter/openapi.ts';
+import type { KeyRing } from '../../server/auth/keys.ts';
+import type { Graphql } from '../../server/graphql.ts';
+import { serviceRoutes } from '../../server/routes.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request } from '../helpers/http.ts';
@@ -66,4 +70,33 @@ test('served at /openapi.json and /api/openapi.json; bare paths canonical, /api 
     (await request(port, { path: '/docs/assets/..%2Fpackage.json', host: 'docs.test' })).status,
     404,
   );
+});
+
+test('every route the service mounts is a documented operation, and every operation a route', (t) => {
+  // Building the route list touches no database; the dependencies are never called here.
+  const routes = serviceRoutes({
+    pool: {} as pg.Pool,
+    ring: {} as KeyRing,
+    graphql: {} as Graphql,
+    auth: { accessTokenTtl: 600, refreshTokenTtl: 86_400 },
+  });
+  const documented = openapiDocument().paths as Record<string, Record<string, unknown>>;
+  const operation = (method: string, path: string) =>
+    `${method} ${path.replace(/^\/api(?=\/)/, '').replace(/:([a-z]+)/g, '{$1}')}`;
+  const served = new Set(
+    routes
+      .filter((r) => !r.path.startsWith('/docs') && r.path !== '/api/openapi.json')
+      .filter((r) => !['/graphiql', '/ruru-static/*asset', '/openapi.json'].includes(r.path))
+      .map((r) => operation(r.method, r.path)),
+  );
+  const inDocument = new Set(
+    Object.entries(documented).flatMap(([path, item]) =>
+      ['get', 'post', 'put', 'patch', 'delete']
+        .filter((method) => item[method])
+        .map((method) => operation(method.toUpperCase(), path)),
+    ),
+  );
+  t.true(served.size > 30, `${served.size} operations`);
+  t.deepEqual([...served].filter((o) => !inDocument.has(o)).sort(), [], 'served, not documented');
+  t.deepEqual([...inDocument].filter((o) => !served.has(o)).sort(), [], 'documented, not served');
 });

@@ -116,7 +116,7 @@ for (const prefix of PREFIXES) {
     t.is(all.json.items.length, 2);
     t.is(all.json.nextCursor, null);
     t.deepEqual(Object.keys(all.json.items[0]).sort(), [
-      'area', 'createdAt', 'fluidService', 'id', 'isoNumber', 'lineNumber', 'pipingClass', 'revision', 'rtPercent', 'updatedAt',
+      'area', 'createdAt', 'fluidService', 'id', 'isoNumber', 'lineNumber', 'pipingClass', 'revision', 'rtPercent', 'updatedAt', 'version',
     ]); // prettier-ignore
     t.deepEqual(
       (await get(w, at('/isos?isoNumber=ISO-BIG'))).json.items.map(

@@ -1,0 +1,132 @@
+// NDT records: one examination report and the welds it covers, with their results; for RT also
+// the film intervals, each mapped to welds of the record. Recorded and corrected only through the
+// SQL functions record_ndt and correct_ndt_record (migrations/), which validate the whole record,
+// derive omitted RT results from the film, and apply the results to the welds' statuses through
+// the lifecycle rules, all in the request's one transaction. Corrections need a reason and are
+// kept, with it, in the examination history. Records are never deleted.
+import { z } from 'zod';
+import { prepared } from '../db/database.ts';
+import { EXAMINATION_RESULTS, NDT_METHODS } from '../db/vocabulary.ts';
+import { column, defineResource } from './resource.ts';
+
+const result = z.enum(EXAMINATION_RESULTS);
+
+const WeldResult = z.strictObject({
+  weldId: z.uuid(),
+  result: result
+    .nullable()
+    .optional()
+    .describe('required except for RT, where it is derived from the film intervals when omitted'),
+});
+
+const FilmInterval = z.strictObject({
+  label: z
+    .string()
+    .regex(/^[0-9A-Za-z]{1,10}-[0-9A-Za-z]{1,10}$/, 'must be two location markers, e.g. 0-1')
+    .describe('location markers, e.g. 0-1'),
+  result,
+  defectCodes: z.array(z.string().min(1).max(20)).max(50).describe('required when rejected'),
+  weldIds: z.array(z.uuid()).min(1).max(100).describe('welds of this record the interval shows'),
+});
+
+const reportFields = {
+  reportNumber: z.string().min(1).max(100),
+  examinedOn: z.iso.date(),
+  technician: z.string().max(200).nullable().optional(),
+  notes: z.string().max(10_000).nullable().optional(),
+  welds: z.array(WeldResult).min(1).max(1000),
+  filmIntervals: z.array(FilmInterval).max(1000).optional().describe('RT only'),
+};
+
+/** Each weld of the record with its result: the one given, or the film's for RT. */
+const WELDS_WITH_RESULTS = `coalesce((
+  select json_agg(json_build_object('weldId', w.weld_id, 'result', coalesce(w.result, (
+           select case when bool_or(f.result = 'rejected') then 'rejected' else 'accepted' end
+             from weld_public.film_interval_welds fw
+             join weld_public.film_intervals f
+               on f.tenant_id = fw.tenant_id and f.id = fw.film_interval_id
+            where fw.ndt_record_id = w.ndt_record_id and fw.weld_id = w.weld_id)))
+         order by w.weld_id)
+    from weld_public.ndt_record_welds w where w.ndt_record_id = r.id), '[]'::json)`;
+
+const FILM_INTERVALS = `coalesce((
+  select json_agg(json_build_object('id', f.id, 'label', f.label, 'result', f.result,
+           'defectCodes', f.defect_codes,
+           'weldIds', array(select fw.weld_id from weld_public.film_interval_welds fw
+                             where fw.film_interval_id = f.id order by fw.weld_id))
+         order by f.label)
+    from weld_public.film_intervals f where f.ndt_record_id = r.id), '[]'::json)`;
+
+export const ndtRecords = defineResource({
+  path: 'ndt-records',
+  schema: 'NdtRecord',
+  noun: 'NDT record',
+  plural: 'NDT records',
+  table: 'weld_public.ndt_records',
+  description:
+    'One non-destructive examination report (RT, UT, ...), the welds it covers with their results, and for RT its film intervals.',
+  fields: {
+    method: { column: 'method', type: z.enum(NDT_METHODS), filter: true },
+    reportNumber: column.text('report_number', 100),
+    examinedOn: column.date('examined_on'),
+    technician: column.text('technician', 200, { nullable: true }),
+    notes: column.text('notes', 10_000, { nullable: true }),
+    result: {
+      column: 'result',
+      type: result.describe('rejected when any weld is'),
+      filter: true,
+    },
+    recordedBy: column.id('recorded_by', { nullable: true }),
+  },
+  computed: {
+    welds: {
+      read: WELDS_WITH_RESULTS,
+      type: z.array(z.object({ weldId: z.uuid(), result })),
+    },
+    filmIntervals: {
+      read: FILM_INTERVALS,
+      type: z.array(FilmInterval.extend({ id: z.uuid() })).describe('RT only; [] otherwise'),
+    },
+  },
+  filters: {
+    weldId: {
+      sql: `exists (select from weld_public.ndt_record_welds l where l.ndt_record_id = r.id and l.weld_id = ?::uuid)`,
+      type: z.uuid().describe('records covering this weld'),
+    },
+    examinedSince: {
+      sql: 'r.examined_on >= ?::date',
+      type: z.iso.date().describe('examined on or after this date'),
+    },
+  },
+  access: {
+    create: 'inspector',
+    update: 'inspector, with a reason; kept in the examination history',
+  },
+  create: {
+    body: z.strictObject({ method: z.enum(NDT_METHODS), ...reportFields }),
+    write: async (db, body) => {
+      const { rows } = await db.query<{ id: string }>(
+        prepared('select id from weld_public.record_ndt($1::jsonb)', [JSON.stringify(body)]),
+      );
+      return rows[0]!.id;
+    },
+  },
+  update: {
+    body: z.strictObject({
+      reason: z.string().min(1).max(2000).describe('why it is corrected; kept in the history'),
+      ...Object.fromEntries(
+        Object.entries(reportFields).map(([name, type]) => [name, type.optional()]),
+      ),
+    }),
+    write: async (db, id, { reason, ...changes }, expectedVersion) => {
+      await db.query(
+        prepared('select from weld_public.correct_ndt_record($1, $2::jsonb, $3, $4)', [
+          id,
+          JSON.stringify(changes),
+          reason,
+          expectedVersion,
+        ]),
+      );
+    },
+  },
+});

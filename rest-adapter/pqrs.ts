@@ -1,0 +1,67 @@
+// PQRs: the procedure qualification records that back WPSs and welder qualifications. One that
+// is referenced cannot be deleted (409).
+import { z } from 'zod';
+import { WELDING_PROCESSES } from '../db/vocabulary.ts';
+import { column, defineResource } from './resource.ts';
+
+const ONE = WELDING_PROCESSES.join('|');
+/** One process or a combination joined by "+", e.g. GTAW or GTAW+SMAW. */
+export const processType = z
+  .string()
+  .regex(
+    new RegExp(`^(${ONE})(\\+(${ONE}))*$`),
+    `must be ${WELDING_PROCESSES.join(', ')} or a combination like GTAW+SMAW`,
+  )
+  .describe('welding process, or processes joined by + (GTAW+SMAW)');
+
+export const pqrs = defineResource({
+  path: 'pqrs',
+  schema: 'Pqr',
+  noun: 'PQR',
+  plural: 'PQRs',
+  table: 'weld_public.pqrs',
+  description: 'Procedure Qualification Record: the test that qualifies a welding procedure.',
+  fields: {
+    pqrNumber: column.text('pqr_number', 100, { write: 'always', required: true, filter: true }),
+    process: {
+      column: 'process',
+      type: processType,
+      write: 'always',
+      required: true,
+      filter: true,
+    },
+    pNumbers: {
+      column: 'p_numbers',
+      type: z
+        .array(z.string().min(1).max(10))
+        .min(1)
+        .max(2)
+        .describe('ASME IX P-numbers of the base metals'),
+      write: 'always',
+      required: true,
+    },
+    thicknessTestedIn: column.number(
+      'thickness_tested_in',
+      z.number().positive().describe('inches'),
+      {
+        write: 'always',
+        required: true,
+      },
+    ),
+    diameterTestedIn: column.number(
+      'diameter_tested_in',
+      z.number().positive().describe('inches'),
+      {
+        nullable: true,
+        write: 'always',
+      },
+    ),
+    documentRef: column.text('document_ref', 500, { nullable: true, write: 'always' }),
+  },
+  access: {
+    create: 'engineer',
+    update: 'engineer',
+    delete:
+      'engineer, only while no WPS or qualification refers to it (else 409 /problems/still-referenced)',
+  },
+});

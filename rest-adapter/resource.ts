@@ -1,0 +1,572 @@
+// A REST resource, described once. Each resource file (isos.ts, welds.ts, ...) describes its table,
+// its fields with their JSON names and zod types, which fields a client may write and when, its
+// list filters, its membership lists (a test package's weldIds) and who may do what; everything
+// else is derived here from that description:
+//
+//   GET    /<path>          keyset pages {items, nextCursor}; limit, cursor, updatedSince and the
+//                           resource's filters; unknown parameters 422
+//   GET    /<path>/{id}     one item; ETag "<version>", If-None-Match -> 304
+//   POST   /<path>          201 with Location and ETag; Idempotency-Key (idempotency.ts)
+//   PATCH  /<path>/{id}     JSON merge of the writable fields, lists replaced whole; If-Match
+//   DELETE /<path>/{id}     204; If-Match
+//
+// plus the zod schemas of the item, the page and the bodies, from which openapi.ts documents them.
+//
+// The database decides who may do what: every statement runs as the caller's role and tenant
+// (grants, row security, the SQL functions of migrations/), and its refusals become problems
+// through the one SQLSTATE table (server/http/problem.ts). Examinations are written by SQL
+// functions only; their resources supply their own `write` (ndt-records.ts, inspections.ts).
+import { createHash } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { prepared, withContext } from '../db/database.ts';
+import {
+  databaseProblem,
+  HttpProblem,
+  problems,
+  restNaming,
+  zodIssues,
+  type ValidationIssue,
+} from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import { callerContext } from '../server/http/session.ts';
+import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
+import {
+  cursorParam,
+  instantParam,
+  limitParam,
+  pageOf,
+  pageQuery,
+  sendPage,
+} from './pagination.ts';
+
+/** One column of the resource's table, as a JSON field. */
+export interface Field {
+  column: string;
+  /** The value's type, as read and as written (without null; see `nullable`). */
+  type: z.ZodType;
+  nullable?: boolean;
+  /** SQL reading the value, the row being `r` (default `r.<column>`). */
+  read?: string;
+  /** 'create': written when the item is created only; 'always': on create and update. */
+  write?: 'create' | 'always';
+  /** Must be given on create (otherwise the database's default applies). */
+  required?: boolean;
+  /** Offered as a list filter of the same name, matching equal values. */
+  filter?: boolean;
+}
+
+/** Field builders for the common column types (numbers read as float8, dates as text). */
+export const column = {
+  text: (name: string, max: number, options: Partial<Field> = {}): Field => ({
+    column: name,
+    type: options.nullable ? z.string().max(max) : z.string().min(1).max(max),
+    ...options,
+  }),
+  number: (name: string, type: z.ZodNumber, options: Partial<Field> = {}): Field => ({
+    column: name,
+    type,
+    read: `r.${name}::float8`,
+    ...options,
+  }),
+  date: (name: string, options: Partial<Field> = {}): Field => ({
+    column: name,
+    type: z.iso.date(),
+    read: `r.${name}::text`,
+    ...options,
+  }),
+  id: (name: string, options: Partial<Field> = {}): Field => ({
+    column: name,
+    type: z.uuid(),
+    ...options,
+  }),
+};
+
+/** A true/false query parameter. */
+export const booleanParam = z
+  .enum(['true', 'false'], { error: 'must be true or false' })
+  .transform((value) => value === 'true');
+
+/** A list of ids kept in a link table (a test package's weldIds), replaced as a whole on update. */
+export interface Link {
+  /** The link table, its column naming the item, and its column naming the member. */
+  table: string;
+  owner: string;
+  member: string;
+  /** The member's table, for the check that every id names a row of the caller's tenant. */
+  target: string;
+  /** What a member is, for messages ("weld"). */
+  noun: string;
+  description: string;
+}
+
+/** A list filter other than an equal field: SQL with one `?` for the parameter's value. */
+export interface Filter {
+  sql: string;
+  type: z.ZodType;
+}
+
+/** A write the resource does itself (a SQL function), inside the request's transaction. */
+export interface CustomCreate {
+  body: z.ZodObject;
+  /** Writes and returns the new item's id. */
+  write(db: pg.PoolClient, body: Record<string, unknown>): Promise<string>;
+}
+export interface CustomUpdate {
+  body: z.ZodObject;
+  /** Writes the change; `expectedVersion` (If-Match) is checked by the write. */
+  write(
+    db: pg.PoolClient,
+    id: string,
+    body: Record<string, unknown>,
+    expectedVersion: number | null,
+  ): Promise<void>;
+}
+
+export interface ResourceSpec {
+  /** The path segment ("test-packages"), the OpenAPI schema name ("TestPackage"), and nouns. */
+  path: string;
+  schema: string;
+  noun: string;
+  plural: string;
+  table: string;
+  description: string;
+  fields: Record<string, Field>;
+  links?: Record<string, Link & { write?: boolean }>;
+  /** Read-only members computed by SQL (the row being `r`), e.g. an NDT record's welds. */
+  computed?: Record<string, { read: string; type: z.ZodType }>;
+  filters?: Record<string, Filter>;
+  /** Who may do what, for the documents; an operation without an entry is not offered. */
+  access: { create?: string; update?: string; delete?: string };
+  create?: CustomCreate;
+  update?: CustomUpdate;
+}
+
+export interface Resource extends ResourceSpec {
+  item: z.ZodObject;
+  page: z.ZodType;
+  listQuery: z.ZodObject;
+  createBody?: z.ZodObject;
+  patchBody?: z.ZodObject;
+  /** The SQL selecting items as JSON objects, `from <table> r`. */
+  select: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const nullableIf = (type: z.ZodType, nullable?: boolean) => (nullable ? type.nullable() : type);
+
+/** Completes a description: its schemas and its SELECT. */
+export function defineResource(spec: ResourceSpec): Resource {
+  const fields = Object.entries(spec.fields);
+  const links = Object.entries(spec.links ?? {});
+  const computed = Object.entries(spec.computed ?? {});
+
+  const item = z
+    .object({
+      id: z.uuid(),
+      ...Object.fromEntries(fields.map(([name, f]) => [name, nullableIf(f.type, f.nullable)])),
+      ...Object.fromEntries(
+        links.map(([name, l]) => [name, z.array(z.uuid()).describe(l.description)]),
+      ),
+      ...Object.fromEntries(computed.map(([name, c]) => [name, c.type])),
+      version: z.number().int().describe('bumped by every change; the ETag'),
+      createdAt: z.iso.datetime(),
+      updatedAt: z.iso.datetime(),
+    })
+    .describe(spec.description);
+
+  const listQuery = z.strictObject({
+    limit: limitParam,
+    cursor: cursorParam.optional(),
+    updatedSince: instantParam.optional().describe('changed at or after this instant'),
+    ...Object.fromEntries(
+      fields.filter(([, f]) => f.filter).map(([name, f]) => [name, f.type.optional()]),
+    ),
+    ...Object.fromEntries(
+      Object.entries(spec.filters ?? {}).map(([name, f]) => [name, f.type.optional()]),
+    ),
+  });
+
+  const memberList = (l: Link) => z.array(z.uuid()).max(5000).describe(l.description);
+  const writableLinks = links.filter(([, l]) => l.write);
+  const createBody =
+    spec.create?.body ??
+    (spec.access.create
+      ? z.strictObject({
+          ...Object.fromEntries(
+            fields
+              .filter(([, f]) => f.write)
+              .map(([name, f]) => {
+                const type = nullableIf(f.type, f.nullable);
+                return [name, f.required ? type : type.optional()];
+              }),
+          ),
+          ...Object.fromEntries(writableLinks.map(([name, l]) => [name, memberList(l).optional()])),
+        })
+      : undefined);
+  const patchBody =
+    spec.update?.body ??
+    (spec.access.update
+      ? z.strictObject({
+          ...Object.fromEntries(
+            fields
+              .filter(([, f]) => f.write === 'always')
+              .map(([name, f]) => [name, nullableIf(f.type, f.nullable).optional()]),
+          ),
+          ...Object.fromEntries(writableLinks.map(([name, l]) => [name, memberList(l).optional()])),
+        })
+      : undefined);
+
+  const select = [
+    'r.id',
+    ...fields.map(([name, f]) => `${f.read ?? `r.${f.column}`} as "${name}"`),
+    ...links.map(
+      ([name, l]) =>
+        `array(select l.${l.member} from ${l.table} l where l.${l.owner} = r.id order by l.${l.member}) as "${name}"`,
+    ),
+    ...computed.map(([name, c]) => `${c.read} as "${name}"`),
+    'r.version',
+    'r.created_at as "createdAt"',
+    'r.updated_at as "updatedAt"',
+  ].join(', ');
+
+  return {
+    ...spec,
+    item,
+    page: pageOf(item),
+    listQuery,
+    createBody,
+    patchBody,
+    select: `select ${select} from ${spec.table} r`,
+  };
+}
+
+/** Entity tags in an If-Match / If-None-Match header ("*" matches any). */
+export function entityTags(header: string | undefined): string[] | undefined {
+  return header?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+}
+
+/**
+ * The version an If-Match header asks for: null when absent or "*"; 412 when it can name no
+ * version (not one tag this service issued).
+ */
+export function expectedVersion(req: Request): number | null {
+  const tags = entityTags(req.get('if-match'));
+  if (!tags || tags.includes('*')) return null;
+  const versions = tags.map((tag) => /^"(\d{1,9})"$/.exec(tag)?.[1]).filter(Boolean);
+  if (versions.length !== 1) {
+    throw new HttpProblem(412, {
+      type: '/problems/stale-version',
+      title: 'Precondition failed',
+      detail: 'If-Match must be one entity tag this service issued for this item.',
+    });
+  }
+  return Number(versions[0]);
+}
+
+const stale = (version: number) =>
+  new HttpProblem(412, {
+    type: '/problems/stale-version',
+    title: 'Precondition failed',
+    detail: `It has changed since that version (now at ${version}); read it again.`,
+    extensions: { version },
+  });
+
+/** The id of the path; anything that is not a UUID names nothing: 404. */
+export function pathId(req: Request, noun: string): string {
+  const id = req.params.id;
+  if (typeof id !== 'string' || !UUID.test(id)) throw problems.notFound(`No such ${noun}.`);
+  return id.toLowerCase();
+}
+
+export function sendItem(res: Response, item: { version: number }, status = 200): void {
+  res.setHeader('ETag', `"${item.version}"`);
+  res.setHeader('Cache-Control', 'private, no-cache');
+  res.status(status).json(item);
+}
+
+/**
+ * Validates a body: known fields a client may not write are named as read-only (rather than as
+ * unknown), then the body's own schema decides.
+ */
+function parseBody(
+  resource: Resource,
+  schema: z.ZodObject,
+  body: unknown,
+): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw problems.validation([{ pointer: '', detail: 'the body must be a JSON object' }]);
+  }
+  const known = new Set([
+    'id',
+    'version',
+    'createdAt',
+    'updatedAt',
+    ...Object.keys(resource.fields),
+    ...Object.keys(resource.links ?? {}),
+    ...Object.keys(resource.computed ?? {}),
+  ]);
+  const readOnly: ValidationIssue[] = [];
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (known.has(key) && !(key in schema.shape)) {
+      readOnly.push({ pointer: `/${key}`, detail: 'is read-only here' });
+    } else rest[key] = value;
+  }
+  const parsed = schema.safeParse(rest);
+  const issues = [...readOnly, ...(parsed.success ? [] : zodIssues(parsed.error))];
+  if (issues.length) throw problems.validation(issues);
+  return parsed.data!;
+}
+
+/** Refuses member ids that name no row of the caller's tenant, naming each by its index. */
+async function checkMembers(
+  db: pg.PoolClient,
+  name: string,
+  link: Link,
+  ids: string[],
+): Promise<void> {
+  const { rows } = await db.query<{ i: number }>(
+    prepared(
+      `select x.i::int - 1 as i from unnest($1::uuid[]) with ordinality x(id, i)
+        where not exists (select from ${link.target} t where t.id = x.id) order by x.i`,
+      [ids],
+    ),
+  );
+  const duplicates = ids.flatMap((id, i) => (ids.indexOf(id) < i ? [i] : []));
+  const issues = [
+    ...rows.map(({ i }) => ({ pointer: `/${name}/${i}`, detail: `no such ${link.noun}` })),
+    ...duplicates.map((i) => ({ pointer: `/${name}/${i}`, detail: 'is listed twice' })),
+  ];
+  if (issues.length) throw problems.validation(issues);
+}
+
+/** Makes the link table hold exactly `ids` for the item: removes the others, adds the new. */
+async function replaceMembers(
+  db: pg.PoolClient,
+  name: string,
+  link: Link,
+  id: string,
+  ids: string[],
+): Promise<void> {
+  await checkMembers(db, name, link, ids);
+  await db.query(
+    prepared(
+      `delete from ${link.table} where ${link.owner} = $1 and ${link.member} <> all($2::uuid[])`,
+      [id, ids],
+    ),
+  );
+  await db.query(
+    prepared(
+      `insert into ${link.table} (${link.owner}, ${link.member})
+       select $1, m from unnest($2::uuid[]) m on conflict do nothing`,
+      [id, ids],
+    ),
+  );
+}
+
+/** The generic create: the given writable columns, then the membership lists. */
+async function insertItem(
+  db: pg.PoolClient,
+  resource: Resource,
+  body: Record<string, unknown>,
+): Promise<string> {
+  const columns = Object.entries(resource.fields).filter(([name]) => body[name] !== undefined);
+  const { rows } = await db.query<{ id: string }>(
+    prepared(
+      columns.length
+        ? `insert into ${resource.table} (${columns.map(([, f]) => f.column).join(', ')})
+           values (${columns.map((_, i) => `$${i + 1}`).join(', ')}) returning id`
+        : `insert into ${resource.table} default values returning id`,
+      columns.map(([name]) => body[name]),
+    ),
+  );
+  const id = rows[0]!.id;
+  for (const [name, link] of Object.entries(resource.links ?? {})) {
+    const ids = body[name] as string[] | undefined;
+    if (ids?.length) await replaceMembers(db, name, link, id, ids);
+  }
+  return id;
+}
+
+/** The generic update: locks the row, checks If-Match, sets the given columns, replaces lists. */
+async function updateItem(
+  db: pg.PoolClient,
+  resource: Resource,
+  id: string,
+  body: Record<string, unknown>,
+  expected: number | null,
+): Promise<void> {
+  const { rows } = await db.query<{ version: number }>(
+    prepared(`select version from ${resource.table} where id = $1 for update`, [id]),
+  );
+  const current = rows[0];
+  if (!current) throw problems.notFound(`No such ${resource.noun}.`);
+  if (expected !== null && expected !== current.version) throw stale(current.version);
+  const columns = Object.entries(resource.fields).filter(([name]) => body[name] !== undefined);
+  if (columns.length) {
+    await db.query(
+      prepared(
+        `update ${resource.table} set ${columns.map(([, f], i) => `${f.column} = $${i + 2}`).join(', ')}
+          where id = $1`,
+        [id, ...columns.map(([name]) => body[name])],
+      ),
+    );
+  }
+  for (const [name, link] of Object.entries(resource.links ?? {})) {
+    const ids = body[name] as string[] | undefined;
+    if (ids !== undefined) await replaceMembers(db, name, link, id, ids);
+  }
+}
+
+async function readItem(
+  db: pg.PoolClient,
+  resource: Resource,
+  id: string,
+): Promise<{ id: string; version: number } | undefined> {
+  const { rows } = await db.query<{ id: string; version: number }>(
+    prepared(`${resource.select} where r.id = $1`, [id]),
+  );
+  return rows[0];
+}
+
+/** Runs a handler's database work, naming fields in the database's refusals from the catalog. */
+async function inDatabase<T>(
+  pool: pg.Pool,
+  req: Request,
+  work: (db: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  try {
+    return await withContext(pool, callerContext(req), work);
+  } catch (error) {
+    if (error instanceof HttpProblem) throw error;
+    throw databaseProblem(error, await restNaming(pool)) ?? error;
+  }
+}
+
+/** The routes of a resource under a prefix ('' or '/api'). */
+export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string): Route[] {
+  const base = `${prefix}/${resource.path}`;
+  const fieldFilters = Object.entries(resource.fields)
+    .filter(([, f]) => f.filter)
+    .map(([name, f]) => [name, `r.${f.column} = ?`] as const);
+  const otherFilters = Object.entries(resource.filters ?? {}).map(
+    ([name, f]) => [name, f.sql] as const,
+  );
+  const routes: Route[] = [
+    {
+      method: 'GET',
+      path: base,
+      handler: async (req, res) => {
+        const parsed = resource.listQuery.safeParse(req.query);
+        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const q = parsed.data as Record<string, unknown> & { limit: number; cursor?: string };
+        const filters = [
+          ['updatedSince', 'r.updated_at >= ?'] as const,
+          ...fieldFilters,
+          ...otherFilters,
+        ].map(([name, sql]) => q[name] !== undefined && ([sql, q[name]] as const));
+        const { rows } = await inDatabase(pool, req, (db) =>
+          db.query<{ id: string }>(pageQuery(resource.select, filters, q.cursor, q.limit)),
+        );
+        sendPage(req, res, rows, q.limit);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${base}/:id`,
+      handler: async (req, res) => {
+        const id = pathId(req, resource.noun);
+        const item = await inDatabase(pool, req, (db) => readItem(db, resource, id));
+        if (!item) throw problems.notFound(`No such ${resource.noun}.`);
+        const wanted = entityTags(req.get('if-none-match'));
+        if (wanted && (wanted.includes('*') || wanted.includes(`"${item.version}"`))) {
+          res.setHeader('ETag', `"${item.version}"`);
+          res.status(304).end();
+          return;
+        }
+        sendItem(res, item);
+      },
+    },
+  ];
+
+  const { createBody, patchBody } = resource;
+  if (createBody) {
+    routes.push({
+      method: 'POST',
+      path: base,
+      body: true,
+      handler: async (req, res) => {
+        const key = idempotencyKeyOf(req);
+        const body = parseBody(resource, createBody, req.body ?? {});
+        const requestHash = createHash('sha256')
+          .update(`POST /${resource.path}\n${JSON.stringify(body)}`)
+          .digest('base64url');
+        const answer = await inDatabase(pool, req, async (db) => {
+          if (key !== undefined) {
+            const earlier = await claimIdempotencyKey(db, key, requestHash);
+            if (earlier) return earlier;
+          }
+          const id = resource.create
+            ? await resource.create.write(db, body)
+            : await insertItem(db, resource, body);
+          const item = (await readItem(db, resource, id))!;
+          const created = {
+            status: 201,
+            body: item,
+            headers: { Location: `${base}/${id}`, ETag: `"${item.version}"` },
+            replayed: false,
+          };
+          if (key !== undefined) await storeIdempotentAnswer(db, key, created);
+          return created;
+        });
+        for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+        if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+        res.setHeader('Cache-Control', 'private, no-cache');
+        res.status(answer.status).json(answer.body);
+      },
+    });
+  }
+  if (patchBody) {
+    routes.push({
+      method: 'PATCH',
+      path: `${base}/:id`,
+      body: true,
+      handler: async (req, res) => {
+        const id = pathId(req, resource.noun);
+        const body = parseBody(resource, patchBody, req.body ?? {});
+        const expected = expectedVersion(req);
+        const item = await inDatabase(pool, req, async (db) => {
+          if (resource.update) await resource.update.write(db, id, body, expected);
+          else await updateItem(db, resource, id, body, expected);
+          return readItem(db, resource, id);
+        });
+        if (!item) throw problems.notFound(`No such ${resource.noun}.`);
+        sendItem(res, item);
+      },
+    });
+  }
+  if (resource.access.delete) {
+    routes.push({
+      method: 'DELETE',
+      path: `${base}/:id`,
+      handler: async (req, res) => {
+        const id = pathId(req, resource.noun);
+        const expected = expectedVersion(req);
+        await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<{ version: number }>(
+            prepared(`delete from ${resource.table} where id = $1 returning version`, [id]),
+          );
+          const deleted = rows[0];
+          if (!deleted) throw problems.notFound(`No such ${resource.noun}.`);
+          // The delete rolls back with the transaction when If-Match names another version.
+          if (expected !== null && expected !== deleted.version) throw stale(deleted.version);
+        });
+        res.status(204).end();
+      },
+    });
+  }
+  return routes;
+}

@@ -1,0 +1,63 @@
+// Test packages: ISOs and welds released together for a pressure test. Their ISOs and welds
+// (isoIds, weldIds, each replaced as a whole) change, and the package may be deleted, only while
+// it is open (409 /problems/state-conflict otherwise, enforced by triggers in migrations/).
+import { z } from 'zod';
+import { TEST_MEDIA, TEST_PACKAGE_STATES } from '../db/vocabulary.ts';
+import { column, defineResource } from './resource.ts';
+
+export const testPackages = defineResource({
+  path: 'test-packages',
+  schema: 'TestPackage',
+  noun: 'test package',
+  plural: 'test packages',
+  table: 'weld_public.test_packages',
+  description: 'ISOs and welds released together for a pressure test.',
+  fields: {
+    packageNumber: column.text('package_number', 100, {
+      write: 'always',
+      required: true,
+      filter: true,
+    }),
+    testMedium: {
+      column: 'test_medium',
+      type: z.enum(TEST_MEDIA),
+      write: 'always',
+      required: true,
+    },
+    testPressurePsig: column.number('test_pressure_psig', z.number().min(0).describe('psig'), {
+      nullable: true,
+      write: 'always',
+    }),
+    state: {
+      column: 'state',
+      type: z.enum(TEST_PACKAGE_STATES).describe('open (default), released, tested, closed'),
+      write: 'always',
+      filter: true,
+    },
+  },
+  links: {
+    isoIds: {
+      table: 'weld_public.test_package_isos',
+      owner: 'test_package_id',
+      member: 'iso_id',
+      target: 'weld_public.isos',
+      noun: 'ISO',
+      description: 'its ISOs',
+      write: true,
+    },
+    weldIds: {
+      table: 'weld_public.test_package_welds',
+      owner: 'test_package_id',
+      member: 'weld_id',
+      target: 'weld_public.welds',
+      noun: 'weld',
+      description: 'its welds',
+      write: true,
+    },
+  },
+  access: {
+    create: 'engineer',
+    update: 'engineer; isoIds and weldIds only while open',
+    delete: 'engineer, only while open (else 409 /problems/state-conflict)',
+  },
+});
