@@ -4,9 +4,8 @@
 // examination history. The inspector's name defaults to the signed-in user's. Inspections do
 // not move welds' statuses, and are never deleted.
 import { z } from 'zod';
-import { prepared } from '../db/database.ts';
 import { EXAMINATION_RESULTS, INSPECTION_KINDS } from '../db/vocabulary.ts';
-import { column, defineResource } from './resource.ts';
+import { column, defineResource, examinationWrites } from './resource.ts';
 
 const inspectionFields = {
   kind: z.enum(INSPECTION_KINDS),
@@ -62,31 +61,9 @@ export const inspections = defineResource({
     create: 'inspector',
     update: 'inspector, with a reason; kept in the examination history',
   },
-  create: {
-    body: z.strictObject(inspectionFields),
-    write: async (db, body) => {
-      const { rows } = await db.query<{ id: string }>(
-        prepared('select id from weld_public.record_inspection($1::jsonb)', [JSON.stringify(body)]),
-      );
-      return rows[0]!.id;
-    },
-  },
-  update: {
-    body: z.strictObject({
-      reason: z.string().min(1).max(2000).describe('why it is corrected; kept in the history'),
-      ...Object.fromEntries(
-        Object.entries(inspectionFields).map(([name, type]) => [name, type.optional()]),
-      ),
-    }),
-    write: async (db, id, { reason, ...changes }, expectedVersion) => {
-      await db.query(
-        prepared('select from weld_public.correct_inspection($1, $2::jsonb, $3, $4)', [
-          id,
-          JSON.stringify(changes),
-          reason,
-          expectedVersion,
-        ]),
-      );
-    },
-  },
+  ...examinationWrites(
+    { record: 'weld_public.record_inspection', correct: 'weld_public.correct_inspection' },
+    inspectionFields,
+    inspectionFields,
+  ),
 });

@@ -5,9 +5,8 @@
 // the lifecycle rules, all in the request's one transaction. Corrections need a reason and are
 // kept, with it, in the examination history. Records are never deleted.
 import { z } from 'zod';
-import { prepared } from '../db/database.ts';
 import { EXAMINATION_RESULTS, NDT_METHODS } from '../db/vocabulary.ts';
-import { column, defineResource } from './resource.ts';
+import { column, defineResource, examinationWrites } from './resource.ts';
 
 const result = z.enum(EXAMINATION_RESULTS);
 
@@ -102,31 +101,9 @@ export const ndtRecords = defineResource({
     create: 'inspector',
     update: 'inspector, with a reason; kept in the examination history',
   },
-  create: {
-    body: z.strictObject({ method: z.enum(NDT_METHODS), ...reportFields }),
-    write: async (db, body) => {
-      const { rows } = await db.query<{ id: string }>(
-        prepared('select id from weld_public.record_ndt($1::jsonb)', [JSON.stringify(body)]),
-      );
-      return rows[0]!.id;
-    },
-  },
-  update: {
-    body: z.strictObject({
-      reason: z.string().min(1).max(2000).describe('why it is corrected; kept in the history'),
-      ...Object.fromEntries(
-        Object.entries(reportFields).map(([name, type]) => [name, type.optional()]),
-      ),
-    }),
-    write: async (db, id, { reason, ...changes }, expectedVersion) => {
-      await db.query(
-        prepared('select from weld_public.correct_ndt_record($1, $2::jsonb, $3, $4)', [
-          id,
-          JSON.stringify(changes),
-          reason,
-          expectedVersion,
-        ]),
-      );
-    },
-  },
+  ...examinationWrites(
+    { record: 'weld_public.record_ndt', correct: 'weld_public.correct_ndt_record' },
+    { method: z.enum(NDT_METHODS), ...reportFields },
+    reportFields,
+  ),
 });

@@ -124,6 +124,47 @@ export interface CustomUpdate {
   ): Promise<void>;
 }
 
+/**
+ * The writes of an examination (NDT record, inspection): created by `record(jsonb)` from the
+ * create body as it is, corrected by `correct(id, changes jsonb, reason, expected_version)` from
+ * the patch body, whose `reason` is required and kept in the examination history.
+ */
+export function examinationWrites(
+  functions: { record: string; correct: string },
+  createFields: Record<string, z.ZodType>,
+  correctableFields: Record<string, z.ZodType>,
+): { create: CustomCreate; update: CustomUpdate } {
+  return {
+    create: {
+      body: z.strictObject(createFields),
+      write: async (db, body) => {
+        const { rows } = await db.query<{ id: string }>(
+          prepared(`select id from ${functions.record}($1::jsonb)`, [JSON.stringify(body)]),
+        );
+        return rows[0]!.id;
+      },
+    },
+    update: {
+      body: z.strictObject({
+        reason: z.string().min(1).max(2000).describe('why it is corrected; kept in the history'),
+        ...Object.fromEntries(
+          Object.entries(correctableFields).map(([name, type]) => [name, type.optional()]),
+        ),
+      }),
+      write: async (db, id, { reason, ...changes }, expectedVersion) => {
+        await db.query(
+          prepared(`select from ${functions.correct}($1, $2::jsonb, $3, $4)`, [
+            id,
+            JSON.stringify(changes),
+            reason,
+            expectedVersion,
+          ]),
+        );
+      },
+    },
+  };
+}
+
 export interface ResourceSpec {
   /** The path segment ("test-packages"), the OpenAPI schema name ("TestPackage"), and nouns. */
   path: string;
