@@ -1,5 +1,5 @@
 --! Previous: sha1:684d08fce43610228af8aa256a80dd823b119817
---! Hash: sha1:06431eb4d074c010e91ec59d275ae43c89cfee85
+--! Hash: sha1:d43f388ebc5e719f2cf47b3262784e71091d9f7f
 --! Message: Every resource over REST: versions, examinations through functions, NDT results move welds, idempotency keys
 
 -- Every resource over REST (issue F6). REST gives every resource an If-Match version and writes
@@ -12,13 +12,16 @@
 --      correction is one bump.
 --   3. Per-weld NDT results: the one the inspector gave, or for RT the film intervals'.
 --   4. Tenant settings, one row per tenant; the first says whether NDT results move welds.
---   5. Corrections of examinations carry a reason, kept in examination_changes.
+--   5. Corrections of examinations carry a reason (at most 2000 characters), kept in
+--      examination_changes.
 --   6. Examinations are written only through record_ndt, correct_ndt_record, record_inspection
 --      and correct_inspection, which validate their JSON themselves (GraphQL reaches them without
---      REST's checks) and apply NDT results to the welds' statuses through change_weld_status,
---      or refuse the whole record. The inspector's direct writes to those tables are revoked, so
---      no generated GraphQL mutation can go around them.
---   7. A test package's ISOs and welds change, and the package is deleted, only while it is open.
+--      REST's checks), hold records to realistic sizes, and apply NDT results to the welds'
+--      statuses through change_weld_status, or refuse the whole record. The inspector's direct
+--      writes to those tables are revoked, so no generated GraphQL mutation can go around them;
+--      and only they may name an NDT record as the cause of a weld's move.
+--   7. A test package's ISOs and welds change, and the package is deleted, only while it is open;
+--      its state moves forward only (or from released back to open).
 --   8. WPSs are superseded, never deleted.
 --   9. Idempotency keys for REST POSTs, and their purge.
 --
@@ -26,8 +29,8 @@
 --   WD001 not found                    WD005 stale version; DETAIL {"version": n}
 --   WD002 transition not allowed;      WD006 NDT results the rules refuse; DETAIL {"welds": [...]}
 --         DETAIL {"allowed": [...]}    WD007 invalid input; DETAIL {"pointer": "/welds/1/result"}
---   WD003 role too low                 WD008 test package not open
---   WD004 reason required
+--   WD003 role too low                 WD008 test package not open, or a move of its state
+--   WD004 reason required                    that is not allowed
 --
 -- graphile-migrate re-runs current.sql on every save, so every step here may run again.
 
@@ -94,6 +97,8 @@ create or replace function weld_private.tg__touch_parent() returns trigger
 as $$
 declare
   link jsonb;
+  tenant uuid;
+  parent uuid;
 begin
   if weld_hidden.current_tenant_id() is null then
     return null;
@@ -104,10 +109,24 @@ begin
     when 'DELETE' then array[to_jsonb(old)]
     else array[to_jsonb(new), to_jsonb(old)]
   end loop
-    execute format(
-      'update %s p set updated_at = now()
-        where p.tenant_id = $1 and p.id = $2 and p.updated_at <> now()', tg_argv[0]::regclass)
-      using (link ->> 'tenant_id')::uuid, (link ->> tg_argv[1])::uuid;
+    tenant := (link ->> 'tenant_id')::uuid;
+    parent := (link ->> tg_argv[1])::uuid;
+    -- One plain statement per resource table, planned once per session (EXECUTE would plan
+    -- again for every row); another table is an error (case_not_found).
+    case tg_argv[0]
+      when 'weld_public.wps' then
+        update weld_public.wps p set updated_at = now()
+         where p.tenant_id = tenant and p.id = parent and p.updated_at <> now();
+      when 'weld_public.ndt_records' then
+        update weld_public.ndt_records p set updated_at = now()
+         where p.tenant_id = tenant and p.id = parent and p.updated_at <> now();
+      when 'weld_public.inspections' then
+        update weld_public.inspections p set updated_at = now()
+         where p.tenant_id = tenant and p.id = parent and p.updated_at <> now();
+      when 'weld_public.test_packages' then
+        update weld_public.test_packages p set updated_at = now()
+         where p.tenant_id = tenant and p.id = parent and p.updated_at <> now();
+    end case;
   end loop;
   return null;
 end
@@ -211,14 +230,19 @@ on conflict do nothing;
 -- 5. Corrections carry a reason.
 --
 -- The correction functions set `weld.change_reason` for the transaction while they write (and
--- set it back after); the history triggers of 000006 copy it into each row they add. A weld's
+-- set it back after); the history triggers of 000006 copy it into each row they add. A reason is
+-- at most 2000 characters (the functions refuse a longer one with WD007): it is copied into every
+-- row a correction adds, up to a few thousand, so its size is multiplied. A weld's
 -- given NDT result can now change too ('weld_updated'), and the rows of an NDT record's welds
 -- carry the result: weld_added, weld_removed and weld_updated hold {"weld_id", "result"} for NDT
 -- records ({"weld_id"} for inspections, as before).
 
 alter table weld_public.examination_changes add column if not exists reason text;
+alter table weld_public.examination_changes drop constraint if exists examination_changes_reason_check;
+alter table weld_public.examination_changes add constraint examination_changes_reason_check
+  check (char_length(reason) <= 2000);
 comment on column weld_public.examination_changes.reason is
-  'Why it was changed: the reason given with the correction.';
+  'Why it was changed: the reason given with the correction (at most 2000 characters).';
 alter table weld_public.examination_changes drop constraint if exists examination_changes_change_check;
 alter table weld_public.examination_changes add constraint examination_changes_change_check
   check (change in (
@@ -396,6 +420,12 @@ create trigger _900_examination_change after insert or update or delete on weld_
 -- security another tenant's weld is no weld). A duplicate report number (method + number) stays
 -- the unique violation 23505.
 --
+-- Sizes are held to what real reports need, with room to spare, as each weld, interval and
+-- mapping is a row with triggers, and checking them is quadratic in places: an RT report covers a
+-- few dozen welds (at most 200), its film a few intervals per weld (at most 500), an interval
+-- shows one weld, or two where welds meet (at most 20), and the intervals show at most 1000 welds
+-- in all. An inspection lists at most 1000 welds. A bigger input is WD007 at the list.
+--
 -- A weld's NDT result is the one given or, for RT, the film's: rejected when any interval showing
 -- the weld is, accepted when all are. The record's result is rejected when any weld's is.
 --
@@ -407,7 +437,8 @@ create trigger _900_examination_change after insert or update or delete on weld_
 -- role before anything is written; if any would be refused, so is the whole record (WD006). A
 -- weld removed from a record stays where it is.
 --
--- Corrections need a reason (WD004), which the examination history keeps, and refuse a stale
+-- Corrections need a reason (WD004) of at most 2000 characters (WD007, pointer "/reason": the
+-- one pointer not into `changes`), which the examination history keeps, and refuse a stale
 -- expected_version (WD005). Each function refuses callers below inspector (WD003) and works as
 -- weld_rules under row security, inside the caller's tenant.
 
@@ -651,14 +682,14 @@ as $$
    limit 1
 $$;
 
--- The welds of an NDT record as given (input->'welds'): 1 to 1000, each once, as
--- [{"weldId", "result" (null: derive it), "pointer"}].
+-- The welds of an NDT record as given (input->'welds'): 1 to 200 (an RT report covers a few
+-- dozen), each once, as [{"weldId", "result" (null: derive it), "pointer"}].
 create or replace function weld_private.ndt_welds_input(input jsonb, pointer text) returns jsonb
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  list jsonb := weld_private.json_list(input, 'welds', pointer, 1, 1000);
+  list jsonb := weld_private.json_list(input, 'welds', pointer, 1, 200);
   item jsonb;
   n integer;
   here text;
@@ -681,14 +712,15 @@ begin
 end
 $$;
 
--- The film intervals of an NDT record as given (input->'filmIntervals'): up to 1000, labels
--- distinct, as [{"label", "result", "defectCodes", "weldIds", "pointer"}].
+-- The film intervals of an NDT record as given (input->'filmIntervals'): up to 500 (a few per
+-- weld), labels distinct, each showing 1 to 20 welds (one, or two where welds meet), at most
+-- 1000 in all, as [{"label", "result", "defectCodes", "weldIds", "pointer"}].
 create or replace function weld_private.ndt_intervals_input(input jsonb, pointer text) returns jsonb
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  list jsonb := weld_private.json_list(input, 'filmIntervals', pointer, 0, 1000);
+  list jsonb := weld_private.json_list(input, 'filmIntervals', pointer, 0, 500);
   item jsonb;
   n integer;
   here text;
@@ -697,6 +729,8 @@ declare
   codes jsonb;
   code jsonb;
   k integer;
+  weld_ids jsonb;
+  mappings integer := 0;
   intervals jsonb := '[]';
 begin
   for item, n in select e, o::integer - 1 from jsonb_array_elements(list) with ordinality as a (e, o) loop
@@ -724,11 +758,17 @@ begin
         format('film interval %s is rejected, so it needs a defect code', interval_label),
         here || '/defectCodes');
     end if;
+    weld_ids := weld_private.json_uuid_list(item, 'weldIds', here, 1, 20);
+    mappings := mappings + jsonb_array_length(weld_ids);
+    if mappings > 1000 then
+      perform weld_private.invalid_input('the film intervals may show at most 1000 welds in all',
+                                         pointer || '/filmIntervals');
+    end if;
     intervals := intervals || jsonb_build_array(jsonb_build_object(
       'label', interval_label,
       'result', verdict,
       'defectCodes', codes,
-      'weldIds', weld_private.json_uuid_list(item, 'weldIds', here, 1, 100),
+      'weldIds', weld_ids,
       'pointer', here));
   end loop;
   return intervals;
@@ -891,20 +931,114 @@ begin
 end
 $$;
 
+-- Only the NDT functions may name an NDT record as the cause of a weld's move: change_weld_status
+-- takes any cause_ndt_record_id from its caller, and REST and GraphQL (changeWeldStatus) would let
+-- a user write a history row that looks like an NDT result. So a cause is accepted only while
+-- ndt_apply_status_changes applies that record's results, which it says in the transaction-local
+-- setting weld.applying_ndt_record (the record's id; '' after). API callers cannot set it: REST
+-- and GraphQL run only the statements the server writes. Otherwise 42501. change_weld_status is
+-- 000002's, with that check first; its signature, owner, grants and comment stay.
+create or replace function weld_public.change_weld_status(
+  weld_id uuid,
+  new_status weld_public.weld_status,
+  reason text default null,
+  expected_version integer default null,
+  cause_ndt_record_id uuid default null
+) returns weld_public.welds
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  weld weld_public.welds;
+  rule weld_public.weld_transition_rules;
+  caller weld_public.user_role := weld_hidden.request_role();
+  allowed text[];
+begin
+  if cause_ndt_record_id is not null
+     and cause_ndt_record_id::text is distinct from
+         nullif(pg_catalog.current_setting('weld.applying_ndt_record', true), '') then
+    raise exception 'only recording an NDT result may name an NDT record as the cause'
+      using errcode = '42501';
+  end if;
+
+  select * into weld from weld_public.welds w
+   where w.tenant_id = weld_hidden.current_tenant_id() and w.id = change_weld_status.weld_id
+   for update;
+  if not found then
+    raise exception 'weld % not found', change_weld_status.weld_id using errcode = 'WD001';
+  end if;
+
+  if expected_version is not null and expected_version <> weld.version then
+    raise exception 'weld % is at version %, not %', weld.id, weld.version, expected_version
+      using errcode = 'WD005', detail = json_build_object('version', weld.version)::text;
+  end if;
+
+  select * into rule from weld_public.weld_transition_rules r
+   where r.tenant_id = weld.tenant_id and r.from_status = weld.status and r.to_status = new_status;
+  if not found then
+    select coalesce(array_agg(r.to_status::text order by r.to_status), '{}') into allowed
+      from weld_public.weld_transition_rules r
+     where r.tenant_id = weld.tenant_id and r.from_status = weld.status;
+    raise exception 'a weld cannot go from % to %', weld.status, new_status
+      using errcode = 'WD002', detail = json_build_object('allowed', allowed)::text;
+  end if;
+
+  if caller is null or caller < rule.least_role then
+    raise exception 'going from % to % needs the % role', weld.status, new_status, rule.least_role
+      using errcode = 'WD003';
+  end if;
+
+  if rule.reason_required and coalesce(btrim(reason), '') = '' then
+    raise exception 'going from % to % needs a reason', weld.status, new_status
+      using errcode = 'WD004';
+  end if;
+
+  if cause_ndt_record_id is not null and not exists (
+    select from weld_public.ndt_record_welds nw
+     where nw.tenant_id = weld.tenant_id and nw.ndt_record_id = cause_ndt_record_id
+       and nw.weld_id = weld.id
+  ) then
+    raise exception 'NDT record % does not cover weld %', cause_ndt_record_id, weld.id
+      using errcode = '22023';
+  end if;
+
+  update weld_public.welds w
+     set status = new_status,
+         repair_cycle = w.repair_cycle
+           + case when weld.status = 'REJECTED' and new_status = 'REPAIR' then 1 else 0 end
+   where w.tenant_id = weld.tenant_id and w.id = weld.id
+  returning * into weld;
+
+  insert into weld_public.weld_status_history
+    (tenant_id, weld_id, from_status, to_status, reason, changed_by, repair_cycle, cause, ndt_record_id)
+  values
+    (weld.tenant_id, weld.id, rule.from_status, rule.to_status, nullif(btrim(reason), ''),
+     weld_hidden.current_user_id(), weld.repair_cycle,
+     case when cause_ndt_record_id is null then 'user' else 'ndt' end, cause_ndt_record_id);
+
+  return weld;
+end
+$$;
+
 -- Step 2, once the record is written: each move through change_weld_status, caused by the record
--- (its history row says cause 'ndt' and the record's id), with a reason naming the report.
+-- (its history row says cause 'ndt' and the record's id), with a reason naming the report. The
+-- setting that lets change_weld_status take the record as the cause (above) holds only meanwhile.
 create or replace function weld_private.ndt_apply_status_changes(
   ndt weld_public.ndt_records, moves jsonb
 ) returns void
-  language sql volatile
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
-  select count(*)
-    from jsonb_array_elements(moves) as m,
-         weld_public.change_weld_status(
-           (m ->> 'weldId')::uuid, (m ->> 'status')::weld_public.weld_status,
-           format('%s report %s: %s', ndt.method, ndt.report_number, m ->> 'result'),
-           null, ndt.id)
+begin
+  perform pg_catalog.set_config('weld.applying_ndt_record', ndt.id::text, true);
+  perform count(*)
+     from jsonb_array_elements(moves) as m,
+          weld_public.change_weld_status(
+            (m ->> 'weldId')::uuid, (m ->> 'status')::weld_public.weld_status,
+            format('%s report %s: %s', ndt.method, ndt.report_number, m ->> 'result'),
+            null, ndt.id);
+  perform pg_catalog.set_config('weld.applying_ndt_record', '', true);
+end
 $$;
 
 -- Makes an NDT record's welds and film what `welds` and `intervals` say (as ndt_welds_input and
@@ -1065,6 +1199,9 @@ begin
   if coalesce(why, '') = '' then
     raise exception 'a correction needs a reason' using errcode = 'WD004';
   end if;
+  if char_length(why) > 2000 then
+    perform weld_private.invalid_input('the reason is longer than 2000 characters', '/reason');
+  end if;
   if jsonb_typeof(input) = 'object' and input ? 'method' then
     perform weld_private.invalid_input(
       'the method of an NDT record cannot be corrected; record a new report instead', '/method');
@@ -1221,6 +1358,9 @@ begin
   if coalesce(why, '') = '' then
     raise exception 'a correction needs a reason' using errcode = 'WD004';
   end if;
+  if char_length(why) > 2000 then
+    perform weld_private.invalid_input('the reason is longer than 2000 characters', '/reason');
+  end if;
   perform weld_private.check_object(input, '', 'a correction of an inspection',
     '{kind,inspectorName,inspectedOn,result,notes,weldIds}', '{}');
 
@@ -1285,11 +1425,17 @@ reset role;
 --------------------------------------------------------------------------------------------------
 -- 7. A test package's ISOs and welds change, and the package is deleted, only while it is open
 -- (WD008). A membership whose package is gone is deleted with it (the package's own delete
--- cascades). Writes outside a request (the owner: the seed generator writes released packages
--- with their members, a DBA) are not held to it, as for recorded_by in 000006.
+-- cascades). Its state moves forward only: open -> released -> tested -> closed, or from released
+-- back to open (a release withdrawn before the test); anything else is WD008 too, so a closed
+-- package cannot be reopened to change its members. Writes outside a request (the owner: the seed
+-- generator writes released packages with their members, a DBA) are not held to these rules, as
+-- for recorded_by in 000006.
 --
--- SECURITY INVOKER: whoever may change a membership may read its package. The package is locked
--- (FOR SHARE), so a release cannot slip in between the check and the commit.
+-- SECURITY INVOKER: whoever may change a membership may read and update its package. The package
+-- is locked FOR NO KEY UPDATE, so a release cannot slip in between the check and the commit, and
+-- concurrent changes of one package's members queue: the touch trigger (section 2) then updates
+-- the package in the same transaction, and a weaker lock (FOR SHARE), held by two of them, would
+-- have each wait for the other to upgrade it: a deadlock.
 
 create or replace function weld_private.tg__test_package_open() returns trigger
   language plpgsql volatile
@@ -1302,11 +1448,11 @@ begin
     if tg_op = 'DELETE' then
       select * into package from weld_public.test_packages p
        where p.tenant_id = old.tenant_id and p.id = old.test_package_id
-         for share;
+         for no key update;
     else
       select * into package from weld_public.test_packages p
        where p.tenant_id = new.tenant_id and p.id = new.test_package_id
-         for share;
+         for no key update;
     end if;
     if found and package.state <> 'open' then
       raise exception 'test package % is %; its ISOs and welds change only while it is open',
@@ -1343,6 +1489,27 @@ create trigger _100_only_while_open before insert or delete on weld_public.test_
 drop trigger if exists _100_delete_only_while_open on weld_public.test_packages;
 create trigger _100_delete_only_while_open before delete on weld_public.test_packages
   for each row execute function weld_private.tg_test_packages__delete_only_while_open();
+
+-- Setting the state it has is no move. Before _100_touch (name order): a refused move bumps
+-- nothing.
+create or replace function weld_private.tg_test_packages__state_moves() returns trigger
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if weld_hidden.request_role() is not null and new.state <> old.state
+     and (old.state, new.state) not in (('open', 'released'), ('released', 'tested'),
+                                        ('tested', 'closed'), ('released', 'open')) then
+    raise exception 'test package % cannot go from % to %', old.package_number, old.state, new.state
+      using errcode = 'WD008';
+  end if;
+  return new;
+end
+$$;
+
+drop trigger if exists _100_state_moves on weld_public.test_packages;
+create trigger _100_state_moves before update of state on weld_public.test_packages
+  for each row execute function weld_private.tg_test_packages__state_moves();
 
 --------------------------------------------------------------------------------------------------
 -- 8. Never deleted: WPSs are superseded (state), so the engineer loses DELETE. Welds, welders,

@@ -235,7 +235,7 @@ test('refusals carry their SQLSTATEs: not found (incl. other tenant), stale vers
   );
 });
 
-test('an NDT record may be named as the cause only for a weld it covers', async (t) => {
+test('only recording an NDT result names an NDT record as the cause, and only for a weld it covers', async (t) => {
   const { owner, pool, a } = await setup(t);
   const covered = await a.weld();
   const other = await a.weld();
@@ -250,23 +250,52 @@ test('an NDT record may be named as the cause only for a weld it covers', async 
     `insert into weld_public.ndt_record_welds (tenant_id, ndt_record_id, weld_id) values ($1, $2, $3)`,
     [a.tenantId, ndt, covered],
   );
-  const call = (weldId: string) =>
+  /** change_weld_status naming the record, with weld.applying_ndt_record set as given first. */
+  const call = (role: Role, weldId: string, applying: string | null) =>
     withContext(
       pool,
-      { role: 'weld_inspector', tenantId: a.tenantId, userId: a.users.inspector },
-      (c) =>
-        c.query(`select weld_public.change_weld_status($1, 'ACCEPTED', null, null, $2)`, [
+      { role: `weld_${role}` as RequestRole, tenantId: a.tenantId, userId: a.users[role] },
+      async (c) => {
+        if (applying !== null) {
+          await c.query(`select set_config('weld.applying_ndt_record', $1, true)`, [applying]);
+        }
+        return c.query(`select weld_public.change_weld_status($1, 'ACCEPTED', null, null, $2)`, [
           weldId,
           ndt,
-        ]),
+        ]);
+      },
     );
-  await call(covered);
+
+  // An API caller (REST and GraphQL run no statement of their own, so set no setting) cannot
+  // make a move look like an NDT result, whatever its role; nor can another record's run.
+  for (const [role, applying] of [
+    ['inspector', null],
+    ['admin', null],
+    ['admin', ''],
+    ['admin', '00000000-0000-4000-8000-000000000003'],
+  ] as const) {
+    const forged = await t.throwsAsync(call(role, covered, applying), undefined, role);
+    t.is(sqlstate(forged), '42501', `${role} ${applying}`);
+    t.is(forged?.message, 'only recording an NDT result may name an NDT record as the cause');
+  }
+  t.deepEqual(
+    (
+      await owner.query(`select from weld_public.weld_status_history where tenant_id = $1`, [
+        a.tenantId,
+      ])
+    ).rows,
+    [],
+  );
+
+  // While the record's result is applied (as ndt_apply_status_changes does it), it may, for the
+  // welds it covers.
+  await call('inspector', covered, ndt);
   const history = await owner.query(
     `select cause, ndt_record_id from weld_public.weld_status_history where weld_id = $1`,
     [covered],
   );
   t.deepEqual(history.rows, [{ cause: 'ndt', ndt_record_id: ndt }]);
-  t.is(sqlstate(await t.throwsAsync(call(other))), '22023');
+  t.is(sqlstate(await t.throwsAsync(call('inspector', other, ndt))), '22023');
 });
 
 test('API roles cannot change status, version or history directly', async (t) => {

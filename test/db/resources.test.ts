@@ -11,8 +11,8 @@ import { ownerClient, twoTenants, type TenantFixture } from '../helpers/fixtures
 
 type Role = 'viewer' | 'inspector' | 'engineer' | 'admin';
 
-async function setup(t: ExecutionContext) {
-  const { target, owner, pool, a, b } = await twoTenants(t);
+async function setup(t: ExecutionContext, poolSize?: number) {
+  const { target, owner, pool, a, b } = await twoTenants(t, poolSize);
   const as = <T>(fx: TenantFixture, role: Role, work: (c: pg.PoolClient) => Promise<T>) =>
     withContext(
       pool,
@@ -237,8 +237,9 @@ test("a test package's ISOs and welds change, and it is deleted, only while it i
   );
   await owner.query(`delete from weld_public.test_package_welds where weld_id = $1`, [w2]);
 
-  // Open again: the members change, and the package is deleted with them.
-  await engineer(`update weld_public.test_packages set state = 'open' where id = $1`, [pkg]);
+  // Open again (a closed package is reopened only by a DBA): the members change, and the package
+  // is deleted with them.
+  await owner.query(`update weld_public.test_packages set state = 'open' where id = $1`, [pkg]);
   await engineer(
     `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, $2)`,
     [pkg, w2],
@@ -247,6 +248,79 @@ test("a test package's ISOs and welds change, and it is deleted, only while it i
   const gone = await engineer(`delete from weld_public.test_packages where id = $1`, [pkg]);
   t.is(gone.rowCount, 1);
   t.is(Number(await members()), 0);
+});
+
+test('a test package moves open -> released -> tested -> closed, or back from released to open; nothing else (WD008)', async (t) => {
+  const { owner, a, as } = await setup(t);
+  const states = ['open', 'released', 'tested', 'closed'];
+  const allowed = ['open>released', 'released>tested', 'tested>closed', 'released>open'];
+  const pkg = await as(a, 'engineer', (c) =>
+    value<string>(
+      c,
+      `insert into weld_public.test_packages (package_number, test_medium) values ('TP-8', 'hydro') returning id`,
+    ),
+  );
+  const state = () =>
+    value<string>(owner, `select state from weld_public.test_packages where id = $1`, [pkg]);
+  for (const from of states) {
+    for (const to of states) {
+      // The owner (a DBA, the seed generator) is not held to the moves: it sets any state.
+      await owner.query(`update weld_public.test_packages set state = $2 where id = $1`, [
+        pkg,
+        from,
+      ]);
+      const move = as(a, 'engineer', (c) =>
+        c.query(`update weld_public.test_packages set state = $2 where id = $1`, [pkg, to]),
+      );
+      if (from === to || allowed.includes(`${from}>${to}`)) {
+        await move;
+        t.is(await state(), to, `${from} -> ${to}`);
+      } else {
+        const error = await t.throwsAsync(move, undefined, `${from} -> ${to}`);
+        t.is(sqlstate(error), 'WD008', `${from} -> ${to}`);
+        t.is(error?.message, `test package TP-8 cannot go from ${from} to ${to}`);
+        t.is(await state(), from, `${from} -> ${to}: unchanged`);
+      }
+    }
+  }
+  // Other columns change in any state.
+  await as(a, 'engineer', (c) =>
+    c.query(`update weld_public.test_packages set test_pressure_psig = 150 where id = $1`, [pkg]),
+  );
+  t.is(await state(), 'closed');
+});
+
+test("concurrent changes of one package's members queue instead of deadlocking", async (t) => {
+  const { owner, a, as } = await setup(t, 20);
+  const welds: string[] = [];
+  for (let i = 0; i < 60; i++) welds.push(await a.weld());
+  const pkg = await as(a, 'engineer', (c) =>
+    value<string>(
+      c,
+      `insert into weld_public.test_packages (package_number, test_medium) values ('TP-9', 'hydro') returning id`,
+    ),
+  );
+  // Each insert checks that the package is open (locking it) and then bumps its version.
+  const outcomes = await Promise.allSettled(
+    welds.map((weldId) =>
+      as(a, 'engineer', (c) =>
+        c.query(
+          `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, $2)`,
+          [pkg, weldId],
+        ),
+      ),
+    ),
+  );
+  const failures = outcomes.flatMap((o) =>
+    o.status === 'rejected' ? [`${sqlstate(o.reason)} ${(o.reason as Error).message}`] : [],
+  );
+  t.deepEqual(failures, []);
+  const after = await owner.query(
+    `select (select count(*)::int from weld_public.test_package_welds where test_package_id = $1) as members,
+            (select version from weld_public.test_packages where id = $1) as version`,
+    [pkg],
+  );
+  t.deepEqual(after.rows[0], { members: 60, version: 61 });
 });
 
 //------------------------------------------------------------------------------------------------
