@@ -5,7 +5,7 @@
 // not move welds' statuses, and are never deleted.
 import { z } from 'zod';
 import { EXAMINATION_RESULTS, INSPECTION_KINDS } from '../db/vocabulary.ts';
-import { column, defineResource, examinationWrites } from './resource.ts';
+import { calendarDate, column, defineResource, examinationWrites } from './resource.ts';
 
 const inspectionFields = {
   kind: z.enum(INSPECTION_KINDS),
@@ -15,7 +15,7 @@ const inspectionFields = {
     .max(200)
     .optional()
     .describe("default: the signed-in user's name"),
-  inspectedOn: z.iso.date(),
+  inspectedOn: calendarDate,
   result: z.enum(EXAMINATION_RESULTS),
   notes: z.string().max(10_000).nullable().optional(),
   weldIds: z.array(z.uuid()).min(1).max(1000),
@@ -54,7 +54,7 @@ export const inspections = defineResource({
     },
     inspectedSince: {
       sql: 'r.inspected_on >= ?::date',
-      type: z.iso.date().describe('inspected on or after this date'),
+      type: calendarDate.describe('inspected on or after this date'),
     },
   },
   access: {

@@ -6,7 +6,7 @@
 // kept, with it, in the examination history. Records are never deleted.
 import { z } from 'zod';
 import { EXAMINATION_RESULTS, NDT_METHODS } from '../db/vocabulary.ts';
-import { column, defineResource, examinationWrites } from './resource.ts';
+import { calendarDate, column, defineResource, examinationWrites } from './resource.ts';
 
 const result = z.enum(EXAMINATION_RESULTS);
 
@@ -25,16 +25,20 @@ const FilmInterval = z.strictObject({
     .describe('location markers, e.g. 0-1'),
   result,
   defectCodes: z.array(z.string().min(1).max(20)).max(50).describe('required when rejected'),
-  weldIds: z.array(z.uuid()).min(1).max(100).describe('welds of this record the interval shows'),
+  weldIds: z.array(z.uuid()).min(1).max(20).describe('welds of this record the interval shows'),
 });
 
 const reportFields = {
   reportNumber: z.string().min(1).max(100),
-  examinedOn: z.iso.date(),
+  examinedOn: calendarDate,
   technician: z.string().max(200).nullable().optional(),
   notes: z.string().max(10_000).nullable().optional(),
-  welds: z.array(WeldResult).min(1).max(1000),
-  filmIntervals: z.array(FilmInterval).max(1000).optional().describe('RT only'),
+  welds: z.array(WeldResult).min(1).max(200),
+  filmIntervals: z
+    .array(FilmInterval)
+    .max(500)
+    .optional()
+    .describe('RT only; at most 1,000 interval-to-weld mappings in all'),
 };
 
 /** Each weld of the record with its result: the one given, or the film's for RT. */
@@ -94,7 +98,7 @@ export const ndtRecords = defineResource({
     },
     examinedSince: {
       sql: 'r.examined_on >= ?::date',
-      type: z.iso.date().describe('examined on or after this date'),
+      type: calendarDate.describe('examined on or after this date'),
     },
   },
   access: {

@@ -213,6 +213,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/still-referenced | 409 | a delete of something other records still refer to (an ISO that holds welds) |
 | /problems/state-conflict | 409 | the record's state does not allow the change (a test package that is not open) |
 | /problems/ndt-result-refused | 409 | the lifecycle rules refuse an NDT result for some welds; \`welds\` names each with its status; nothing was recorded |
+| /problems/concurrent-change | 409 | another request changed the same records at the same moment; nothing was written; retry (Retry-After) |
 | /problems/idempotency-key-reused | 422 | the Idempotency-Key was used in the last 24 hours for a different request |
 | /problems/unauthorized | 401 | no access token, or an invalid, expired or ended one |
 | /problems/invalid-credentials | 401 | login: wrong user name or password (one answer for every reason) |

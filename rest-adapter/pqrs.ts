@@ -2,7 +2,7 @@
 // is referenced cannot be deleted (409).
 import { z } from 'zod';
 import { WELDING_PROCESSES } from '../db/vocabulary.ts';
-import { column, defineResource } from './resource.ts';
+import { column, defineResource, inches } from './resource.ts';
 
 const ONE = WELDING_PROCESSES.join('|');
 /** One process or a combination joined by "+", e.g. GTAW or GTAW+SMAW. */
@@ -40,22 +40,14 @@ export const pqrs = defineResource({
       write: 'always',
       required: true,
     },
-    thicknessTestedIn: column.number(
-      'thickness_tested_in',
-      z.number().positive().describe('inches'),
-      {
-        write: 'always',
-        required: true,
-      },
-    ),
-    diameterTestedIn: column.number(
-      'diameter_tested_in',
-      z.number().positive().describe('inches'),
-      {
-        nullable: true,
-        write: 'always',
-      },
-    ),
+    thicknessTestedIn: column.number('thickness_tested_in', inches.positive(), {
+      write: 'always',
+      required: true,
+    }),
+    diameterTestedIn: column.number('diameter_tested_in', inches.positive(), {
+      nullable: true,
+      write: 'always',
+    }),
     documentRef: column.text('document_ref', 500, { nullable: true, write: 'always' }),
   },
   access: {

@@ -72,7 +72,7 @@ export const column = {
   }),
   date: (name: string, options: Partial<Field> = {}): Field => ({
     column: name,
-    type: z.iso.date(),
+    type: calendarDate,
     read: `r.${name}::text`,
     ...options,
   }),
@@ -82,6 +82,14 @@ export const column = {
     ...options,
   }),
 };
+
+/** A length in inches as the tables hold it, numeric(6, 3): 0 to 999.999. */
+export const inches = z.number().min(0).max(999.999).describe('inches');
+
+/** A calendar date, YYYY-MM-DD (year 1 or later: PostgreSQL has no year 0). */
+export const calendarDate = z.iso
+  .date()
+  .refine((value) => !value.startsWith('0000'), 'must be in year 1 or later');
 
 /** A true/false query parameter. */
 export const booleanParam = z
@@ -284,9 +292,12 @@ export function defineResource(spec: ResourceSpec): Resource {
   };
 }
 
-/** Entity tags in an If-Match / If-None-Match header ("*" matches any). */
-export function entityTags(header: string | undefined): string[] | undefined {
-  return header?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+/**
+ * Entity tags in an If-Match / If-None-Match header ("*" matches any). If-None-Match compares
+ * weakly (W/"3" matches "3"); If-Match strongly, so a weak tag there matches nothing (RFC 9110).
+ */
+export function entityTags(header: string | undefined, weak = true): string[] | undefined {
+  return header?.split(',').map((tag) => (weak ? tag.trim().replace(/^W\//, '') : tag.trim()));
 }
 
 /**
@@ -294,7 +305,7 @@ export function entityTags(header: string | undefined): string[] | undefined {
  * version (not one tag this service issued).
  */
 export function expectedVersion(req: Request): number | null {
-  const tags = entityTags(req.get('if-match'));
+  const tags = entityTags(req.get('if-match'), false);
   if (!tags || tags.includes('*')) return null;
   const versions = tags.map((tag) => /^"(\d{1,9})"$/.exec(tag)?.[1]).filter(Boolean);
   if (versions.length !== 1) {
@@ -381,7 +392,8 @@ async function checkMembers(
     ...rows.map(({ i }) => ({ pointer: `/${name}/${i}`, detail: `no such ${link.noun}` })),
     ...duplicates.map((i) => ({ pointer: `/${name}/${i}`, detail: 'is listed twice' })),
   ];
-  if (issues.length) throw problems.validation(issues);
+  // The first 20 say enough; a list of thousands of bad ids needs no answer of that size.
+  if (issues.length) throw problems.validation(issues.slice(0, 20));
 }
 
 /** Makes the link table hold exactly `ids` for the item: removes the others, adds the new. */
@@ -554,16 +566,19 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
             ? await resource.create.write(db, body)
             : await insertItem(db, resource, body);
           const item = (await readItem(db, resource, id))!;
+          // Location is stored without the prefix: a replay answers under its own.
           const created = {
             status: 201,
             body: item,
-            headers: { Location: `${base}/${id}`, ETag: `"${item.version}"` },
+            headers: { Location: `/${resource.path}/${id}`, ETag: `"${item.version}"` },
             replayed: false,
           };
           if (key !== undefined) await storeIdempotentAnswer(db, key, created);
           return created;
         });
-        for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+        for (const [name, value] of Object.entries(answer.headers)) {
+          res.setHeader(name, name === 'Location' ? `${prefix}${value}` : value);
+        }
         if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
         res.setHeader('Cache-Control', 'private, no-cache');
         res.status(answer.status).json(answer.body);

@@ -1,6 +1,7 @@
 // Test packages: ISOs and welds released together for a pressure test. Their ISOs and welds
 // (isoIds, weldIds, each replaced as a whole) change, and the package may be deleted, only while
-// it is open (409 /problems/state-conflict otherwise, enforced by triggers in migrations/).
+// it is open, and its state only moves forward (or from released back to open): 409
+// /problems/state-conflict otherwise, enforced by triggers in migrations/.
 import { z } from 'zod';
 import { TEST_MEDIA, TEST_PACKAGE_STATES } from '../db/vocabulary.ts';
 import { column, defineResource } from './resource.ts';
@@ -24,13 +25,21 @@ export const testPackages = defineResource({
       write: 'always',
       required: true,
     },
-    testPressurePsig: column.number('test_pressure_psig', z.number().min(0).describe('psig'), {
-      nullable: true,
-      write: 'always',
-    }),
+    testPressurePsig: column.number(
+      'test_pressure_psig',
+      z.number().min(0).max(999_999.99).describe('psig'),
+      {
+        nullable: true,
+        write: 'always',
+      },
+    ),
     state: {
       column: 'state',
-      type: z.enum(TEST_PACKAGE_STATES).describe('open (default), released, tested, closed'),
+      type: z
+        .enum(TEST_PACKAGE_STATES)
+        .describe(
+          'open (default) -> released -> tested -> closed; released -> open withdraws a release',
+        ),
       write: 'always',
       filter: true,
     },

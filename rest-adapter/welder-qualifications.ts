@@ -4,9 +4,7 @@
 import { z } from 'zod';
 import { WELDING_POSITIONS } from '../db/vocabulary.ts';
 import { processType } from './pqrs.ts';
-import { column, defineResource } from './resource.ts';
-
-const inches = z.number().min(0).describe('inches');
+import { calendarDate, column, defineResource, inches } from './resource.ts';
 
 export const welderQualifications = defineResource({
   path: 'welder-qualifications',
@@ -41,7 +39,7 @@ export const welderQualifications = defineResource({
   filters: {
     validOn: {
       sql: `?::date between r.qualified_on and coalesce(r.expires_on, 'infinity')`,
-      type: z.iso.date().describe('in force on this date: qualified on or before it, not expired'),
+      type: calendarDate.describe('in force on this date: qualified on or before it, not expired'),
     },
   },
   access: {

@@ -14,7 +14,7 @@ import { problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
 import { limitParam } from './pagination.ts';
-import { column, defineResource, expectedVersion, pathId, sendItem } from './resource.ts';
+import { column, defineResource, expectedVersion, inches, pathId, sendItem } from './resource.ts';
 
 const statusList = z
   .string()
@@ -39,7 +39,7 @@ export const welds = defineResource({
       required: true,
       filter: true,
     },
-    size: column.number('size', z.number().positive().describe('NPS, inches'), {
+    size: column.number('size', inches.positive().describe('NPS, inches'), {
       write: 'always',
       required: true,
     }),
@@ -54,7 +54,7 @@ export const welds = defineResource({
       nullable: true,
       write: 'always',
     },
-    wallThickness: column.number('wall_thickness', z.number().positive().describe('inches'), {
+    wallThickness: column.number('wall_thickness', inches.positive(), {
       nullable: true,
       write: 'always',
     }),

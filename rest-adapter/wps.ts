@@ -3,9 +3,7 @@
 import { z } from 'zod';
 import { WPS_STATES } from '../db/vocabulary.ts';
 import { processType } from './pqrs.ts';
-import { column, defineResource } from './resource.ts';
-
-const inches = z.number().min(0).describe('inches');
+import { column, defineResource, inches } from './resource.ts';
 
 export const wps = defineResource({
   path: 'wps',

@@ -213,6 +213,15 @@ const invalid = (detail: string, issues: ValidationIssue[]) =>
     extensions: { errors: issues },
   });
 
+const concurrentChange = () =>
+  new HttpProblem(409, {
+    type: '/problems/concurrent-change',
+    title: 'Concurrent change',
+    detail:
+      'Another request changed the same records at the same moment; nothing was written. Try again.',
+    headers: { 'Retry-After': '1' },
+  });
+
 /**
  * The service's own SQLSTATEs (raised by the SQL functions in migrations/) and the few standard
  * ones a request can cause, mapped once to HTTP (REST answers them; GraphQL reports the same
@@ -220,7 +229,7 @@ const invalid = (detail: string, issues: ValidationIssue[]) =>
  */
 const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming) => HttpProblem> = {
   // The message names the kind of row, e.g. "weld 7f0c... not found".
-  WD001: (e) => problems.notFound(`No such ${e.message.replace(/ [0-9a-f-]{36} not found$/, '')}.`),
+  WD001: (e) => problems.notFound(`No such ${e.message.replace(/ \S+ not found$/, '')}.`),
   WD002: (e) => {
     const { allowed } = jsonDetail(e);
     return new HttpProblem(409, {
@@ -342,6 +351,22 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   // invalid_text_representation (e.g. "abc" for a number): the message quotes the caller's own
   // value and its type
   '22P02': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
+  // numeric_value_out_of_range: a number too large for its column (GraphQL reaches the columns
+  // without REST's bounds)
+  '22003': (e) =>
+    invalid(`A number is too large for its field (${e.message}).`, [{ detail: e.message }]),
+  // character_not_in_repertoire, untranslatable_character: a NUL character (PostgreSQL text
+  // cannot hold it) or a byte sequence that is not UTF-8
+  '22021': (e) =>
+    invalid(`A text holds a character it may not (${e.message}).`, [{ detail: e.message }]),
+  '22P05': (e) =>
+    invalid(`A text holds a character it may not (${e.message}).`, [{ detail: e.message }]),
+  // statement_too_complex: e.g. JSON nested thousands of levels deep
+  '54001': () => invalid('The input is nested too deeply.', [{ detail: 'is nested too deeply' }]),
+  // deadlock_detected, serialization_failure: two requests changed the same rows at once and
+  // PostgreSQL chose this one to give way; nothing was written, and a retry will do
+  '40P01': () => concurrentChange(),
+  '40001': () => concurrentChange(),
   // invalid_datetime_format, datetime_field_overflow (a date PostgreSQL cannot hold, e.g. year 0)
   '22007': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
   '22008': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),

@@ -1,0 +1,179 @@
+// Input a careless or hostile client sends, found by the F6 reviews: each got a 500 (or was taken
+// for something it was not) before. Now each is a clear answer and writes nothing: numbers too
+// large for their column, year 0, NUL characters, weak tags in If-Match, thousands of bad ids, an
+// idempotent replay under the other prefix, and the refusals the SQLSTATE table maps for GraphQL
+// as for REST.
+import test, { type ExecutionContext } from 'ava';
+import { addTenant } from '../../db/tenants.ts';
+import { databaseProblem } from '../../server/http/problem.ts';
+import { addRoleUsers, login } from '../helpers/auth.ts';
+import { migratedDatabase } from '../helpers/database.ts';
+import { ownerClient } from '../helpers/fixtures.ts';
+import { request, type HttpResponse } from '../helpers/http.ts';
+import { startServer } from '../helpers/server.ts';
+
+const HOST = 'hard.test';
+
+async function world(t: ExecutionContext) {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const tenant = await addTenant(owner, { slug: 'hard', origins: [`http://${HOST}`] });
+  await addRoleUsers(owner, 'hard');
+  const iso = (
+    await owner.query<{ id: string }>(
+      `insert into weld_public.isos (tenant_id, iso_number, line_number)
+       values ($1, 'ISO-1', 'L-1') returning id`,
+      [tenant.id],
+    )
+  ).rows[0]!.id;
+  const weld = (
+    await owner.query<{ id: string }>(
+      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size)
+       values ($1, $2, 'W1', 'BW', 4) returning id`,
+      [tenant.id, iso],
+    )
+  ).rows[0]!.id;
+  const { port } = await startServer(t, target);
+  const token = async (role: string) => (await login(port, HOST, role)).json.accessToken as string;
+  const engineer = await token('engineer');
+  const inspector = await token('inspector');
+  const call = (method: string, path: string, bearer: string, body?: unknown, headers = {}) =>
+    request(port, {
+      method,
+      path,
+      host: HOST,
+      body,
+      headers: { authorization: `Bearer ${bearer}`, ...headers },
+    });
+  const count = async (table: string) =>
+    Number((await owner.query(`select count(*) from ${table}`)).rows[0].count);
+  return { owner, iso, weld, engineer, inspector, call, count };
+}
+
+function refused(t: ExecutionContext, res: HttpResponse, status: number, type: string): void {
+  t.is(res.status, status, res.text);
+  t.is(res.json.type, type, res.text);
+}
+
+test('numbers too large for their column are 422 naming the field, not a 500', async (t) => {
+  const w = await world(t);
+  for (const [path, body, field] of [
+    ['/welds', { isoId: w.iso, weldNumber: 'W9', type: 'BW', size: 123456789 }, '/size'],
+    [
+      '/pqrs',
+      { pqrNumber: 'P1', process: 'GTAW', pNumbers: ['1'], thicknessTestedIn: 1e12 },
+      '/thicknessTestedIn',
+    ],
+    [
+      '/test-packages',
+      { packageNumber: 'TP1', testMedium: 'hydro', testPressurePsig: 1e20 },
+      '/testPressurePsig',
+    ],
+  ] as const) {
+    const res = await w.call('POST', path, w.engineer, body);
+    refused(t, res, 422, '/problems/validation-failed');
+    t.deepEqual(
+      res.json.errors.map((e: { pointer: string }) => e.pointer),
+      [field],
+      path,
+    );
+  }
+  const patched = await w.call('PATCH', `/welds/${w.weld}`, w.engineer, { wallThickness: 1e308 });
+  refused(t, patched, 422, '/problems/validation-failed');
+  t.is(await w.count('weld_public.pqrs'), 0);
+  t.is(await w.count('weld_public.test_packages'), 0);
+
+  // GraphQL reaches the column without REST's bounds: the database's refusal, mapped the same.
+  const gql = await w.call('POST', '/graphql', w.engineer, {
+    query: `mutation { createPqr(input: {pqr: {pqrNumber: "P2", process: "GTAW", pNumbers: ["1"], thicknessTestedIn: "1000000000000"}}) { pqr { rowId } } }`,
+  });
+  t.is(gql.json.errors?.[0]?.extensions?.code, '/problems/validation-failed', gql.text);
+  t.is(await w.count('weld_public.pqrs'), 0);
+});
+
+test('year 0 and NUL characters are 422, never a 500', async (t) => {
+  const w = await world(t);
+  const year0 = await w.call('PATCH', `/welds/${w.weld}`, w.engineer, { weldedOn: '0000-01-01' });
+  refused(t, year0, 422, '/problems/validation-failed');
+  t.is(year0.json.errors[0].pointer, '/weldedOn');
+
+  const nulFilter = await w.call('GET', '/welds?weldNumber=%00', w.engineer);
+  refused(t, nulFilter, 422, '/problems/validation-failed');
+  const nulBody = await w.call('POST', '/inspections', w.inspector, {
+    kind: 'visual',
+    inspectedOn: '2026-11-01',
+    result: 'accepted',
+    notes: 'a\u0000b',
+    weldIds: [w.weld],
+  });
+  refused(t, nulBody, 422, '/problems/validation-failed');
+  t.is(await w.count('weld_public.inspections'), 0);
+});
+
+test('If-Match compares strongly: a weak tag matches no version (RFC 9110)', async (t) => {
+  const w = await world(t);
+  const weak = await w.call(
+    'PATCH',
+    `/welds/${w.weld}`,
+    w.engineer,
+    { material: 'A106-B' },
+    {
+      'if-match': 'W/"1"',
+    },
+  );
+  refused(t, weak, 412, '/problems/stale-version');
+  const strong = await w.call(
+    'PATCH',
+    `/welds/${w.weld}`,
+    w.engineer,
+    { material: 'A106-B' },
+    {
+      'if-match': '"1"',
+    },
+  );
+  t.is(strong.status, 200, strong.text);
+  // If-None-Match compares weakly: W/"2" is the current version.
+  const cached = await w.call('GET', `/welds/${w.weld}`, w.engineer, undefined, {
+    'if-none-match': 'W/"2"',
+  });
+  t.is(cached.status, 304);
+});
+
+test('thousands of bad ids answer the first 20, and a replay names its own prefix', async (t) => {
+  const w = await world(t);
+  const bad = Array.from(
+    { length: 3000 },
+    (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+  );
+  const res = await w.call('POST', '/test-packages', w.engineer, {
+    packageNumber: 'TP-1',
+    testMedium: 'hydro',
+    weldIds: bad,
+  });
+  refused(t, res, 422, '/problems/validation-failed');
+  t.is(res.json.errors.length, 20);
+  t.is(res.json.errors[0].pointer, '/weldIds/0');
+  t.true(res.text.length < 5_000, `${res.text.length} bytes`);
+  t.is(await w.count('weld_public.test_packages'), 0);
+
+  const body = { stamp: 'K-1', name: 'Kim' };
+  const key = { 'idempotency-key': 'welder-k-1' };
+  const first = await w.call('POST', '/welders', w.engineer, body, key);
+  const again = await w.call('POST', '/api/welders', w.engineer, body, key);
+  t.is(first.headers.location, `/welders/${first.json.id}`);
+  t.is(again.headers['idempotent-replayed'], 'true');
+  t.is(again.headers.location, `/api/welders/${first.json.id}`);
+  t.deepEqual(again.json, first.json);
+});
+
+test('deadlocks and serialization failures are 409 concurrent-change with Retry-After', (t) => {
+  for (const code of ['40P01', '40001']) {
+    const problem = databaseProblem({ message: 'deadlock detected', code })!;
+    t.is(problem.status, 409);
+    t.is(problem.type, '/problems/concurrent-change');
+    t.is(problem.headers['Retry-After'], '1');
+  }
+  // JSON nested too deeply for PostgreSQL is the client's to fix too.
+  t.is(databaseProblem({ message: 'stack depth limit exceeded', code: '54001' })?.status, 422);
+});
