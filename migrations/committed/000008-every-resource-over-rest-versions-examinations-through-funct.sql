@@ -1,5 +1,5 @@
 --! Previous: sha1:684d08fce43610228af8aa256a80dd823b119817
---! Hash: sha1:d43f388ebc5e719f2cf47b3262784e71091d9f7f
+--! Hash: sha1:af903fb74640efced5519048bc6c760f2140c7ae
 --! Message: Every resource over REST: versions, examinations through functions, NDT results move welds, idempotency keys
 
 -- Every resource over REST (issue F6). REST gives every resource an If-Match version and writes
@@ -1124,6 +1124,39 @@ begin
 end
 $$;
 
+-- What every correction checks once it has locked the record (is_found: whether it exists; not
+-- named `found`, which in PL/pgSQL is the function's own FOUND flag): the
+-- record, the version the caller expects (WD005 with the current one), and the reason, which is
+-- required (WD004) and at most 2000 characters, since every history row of the change keeps it.
+-- Returns the reason, trimmed.
+drop function if exists weld_private.check_correction(text, uuid, boolean, integer, integer, text);
+create function weld_private.check_correction(
+  what text, record_id uuid, is_found boolean, current_version integer, expected_version integer,
+  reason text
+) returns text
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  why text := btrim(check_correction.reason);
+begin
+  if not is_found then
+    raise exception '% % not found', what, record_id using errcode = 'WD001';
+  end if;
+  if expected_version is not null and expected_version <> current_version then
+    raise exception '% % is at version %, not %', what, record_id, current_version, expected_version
+      using errcode = 'WD005', detail = json_build_object('version', current_version)::text;
+  end if;
+  if coalesce(why, '') = '' then
+    raise exception 'a correction needs a reason' using errcode = 'WD004';
+  end if;
+  if char_length(why) > 2000 then
+    perform weld_private.invalid_input('the reason is longer than 2000 characters', '/reason');
+  end if;
+  return why;
+end
+$$;
+
 create function weld_public.record_ndt(record jsonb) returns weld_public.ndt_records
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -1174,7 +1207,7 @@ as $$
 declare
   tenant uuid := weld_hidden.current_tenant_id();
   input jsonb := correct_ndt_record.changes;
-  why text := btrim(correct_ndt_record.reason);
+  why text;
   previous_reason text := pg_catalog.current_setting('weld.change_reason', true);
   ndt weld_public.ndt_records;
   fixed weld_public.ndt_records;
@@ -1189,19 +1222,8 @@ begin
   select * into ndt from weld_public.ndt_records r
    where r.tenant_id = tenant and r.id = correct_ndt_record.record_id
      for update;
-  if not found then
-    raise exception 'ndt record % not found', correct_ndt_record.record_id using errcode = 'WD001';
-  end if;
-  if expected_version is not null and expected_version <> ndt.version then
-    raise exception 'ndt record % is at version %, not %', ndt.id, ndt.version, expected_version
-      using errcode = 'WD005', detail = json_build_object('version', ndt.version)::text;
-  end if;
-  if coalesce(why, '') = '' then
-    raise exception 'a correction needs a reason' using errcode = 'WD004';
-  end if;
-  if char_length(why) > 2000 then
-    perform weld_private.invalid_input('the reason is longer than 2000 characters', '/reason');
-  end if;
+  why := weld_private.check_correction('ndt record', correct_ndt_record.record_id, found,
+                                       ndt.version, expected_version, correct_ndt_record.reason);
   if jsonb_typeof(input) = 'object' and input ? 'method' then
     perform weld_private.invalid_input(
       'the method of an NDT record cannot be corrected; record a new report instead', '/method');
@@ -1337,7 +1359,7 @@ as $$
 declare
   tenant uuid := weld_hidden.current_tenant_id();
   input jsonb := correct_inspection.changes;
-  why text := btrim(correct_inspection.reason);
+  why text;
   previous_reason text := pg_catalog.current_setting('weld.change_reason', true);
   inspection weld_public.inspections;
   fixed weld_public.inspections;
@@ -1348,19 +1370,8 @@ begin
   select * into inspection from weld_public.inspections r
    where r.tenant_id = tenant and r.id = correct_inspection.inspection_id
      for update;
-  if not found then
-    raise exception 'inspection % not found', correct_inspection.inspection_id using errcode = 'WD001';
-  end if;
-  if expected_version is not null and expected_version <> inspection.version then
-    raise exception 'inspection % is at version %, not %', inspection.id, inspection.version, expected_version
-      using errcode = 'WD005', detail = json_build_object('version', inspection.version)::text;
-  end if;
-  if coalesce(why, '') = '' then
-    raise exception 'a correction needs a reason' using errcode = 'WD004';
-  end if;
-  if char_length(why) > 2000 then
-    perform weld_private.invalid_input('the reason is longer than 2000 characters', '/reason');
-  end if;
+  why := weld_private.check_correction('inspection', correct_inspection.inspection_id, found,
+                                       inspection.version, expected_version, correct_inspection.reason);
   perform weld_private.check_object(input, '', 'a correction of an inspection',
     '{kind,inspectorName,inspectedOn,result,notes,weldIds}', '{}');
 

@@ -163,6 +163,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.touch()': owner,
     'weld_private.camel_case(name text)': owner,
     'weld_private.changed_columns(old_row jsonb, new_row jsonb)': rules,
+    'weld_private.check_correction(what text, record_id uuid, is_found boolean, current_version integer, expected_version integer, reason text)':
+      rules,
     'weld_private.check_object(input jsonb, pointer text, what text, allowed text[], required text[])':
       rules,
     'weld_private.create_tenant(slug text, name text, origins text[])': owner,
