@@ -325,7 +325,7 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: '0.2.0',
+      version: '0.3.0',
       description:
         'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
         'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
@@ -336,7 +336,13 @@ function buildDocument() {
         'end the session and its access tokens at once. Failed logins are throttled per user name and per ' +
         'address (429 with Retry-After).\n\n' +
         'Lists are keyset-paginated: `limit` 1 to 500, `cursor` from `nextCursor` (also a Link rel=next ' +
-        'header); unknown parameters are 422. Reads carry an ETag; If-Match makes a change conditional.\n\n' +
+        'header); unknown parameters are 422. Reads carry an ETag (the version every change bumps); ' +
+        'If-Match makes a change conditional (strong comparison). PATCH merges the fields given and ' +
+        'replaces id lists whole; fields that may not be written are 422 naming them. POST takes an ' +
+        'Idempotency-Key: the same key and body within 24 hours replay the first answer.\n\n' +
+        'NDT records and inspections are written by SQL functions that validate them and, for NDT, move ' +
+        "the welds by their results under the tenant's transition rules (a refusal refuses the whole " +
+        'record). Roles are enforced by the database; GraphQL offers the same writes and no more.\n\n' +
         'Errors are RFC 9457 problem details (see the Problem schema for every type). The bare paths are ' +
         'canonical; every data path is also served under /api with identical behaviour.',
     },
