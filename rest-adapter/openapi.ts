@@ -12,7 +12,8 @@ import type { Route } from '../server/http/route.ts';
 import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
 import type { Resource } from './resource.ts';
 import { RESOURCES } from './resources.ts';
-import { HistoryPage, HistoryQuery, StatusChange } from './welds.ts';
+import { ExaminationHistoryPage, HistoryQuery, WeldHistoryPage } from './history.ts';
+import { StatusChange } from './welds.ts';
 
 const json = (schema: z.ZodType, io: 'input' | 'output' = 'output') =>
   z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
@@ -235,7 +236,8 @@ function buildDocument() {
   const schemas: Record<string, unknown> = {
     ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
     StatusChange: json(StatusChange, 'input'),
-    WeldHistoryPage: json(HistoryPage),
+    WeldHistoryPage: json(WeldHistoryPage),
+    ExaminationHistoryPage: json(ExaminationHistoryPage),
     LoginBody: json(LoginBody, 'input'),
     RefreshBody: json(RefreshBody, 'input'),
     TokenResponse: json(TokenResponse),
@@ -501,6 +503,32 @@ function buildDocument() {
           parameters: [idParam, ...queryParameters(HistoryQuery)],
           responses: {
             '200': { ...page, ...content('WeldHistoryPage') },
+            '422': problem('a bad parameter, named in errors'),
+            ...common,
+          },
+        },
+      },
+      '/ndt-records/{id}/history': {
+        get: {
+          summary: 'The corrections of an NDT record, oldest first',
+          description:
+            'Every change after it was recorded: what changed (its fields, its welds, its film), the values before and after, who, when, and the reason the correction gave.',
+          parameters: [idParam, ...queryParameters(HistoryQuery)],
+          responses: {
+            '200': { ...page, ...content('ExaminationHistoryPage') },
+            '422': problem('a bad parameter, named in errors'),
+            ...common,
+          },
+        },
+      },
+      '/inspections/{id}/history': {
+        get: {
+          summary: 'The corrections of an inspection, oldest first',
+          description:
+            'Every change after it was recorded: what changed (its fields, its welds, its film), the values before and after, who, when, and the reason the correction gave.',
+          parameters: [idParam, ...queryParameters(HistoryQuery)],
+          responses: {
+            '200': { ...page, ...content('ExaminationHistoryPage') },
             '422': problem('a bad parameter, named in errors'),
             ...common,
           },

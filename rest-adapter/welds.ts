@@ -2,7 +2,7 @@
 //
 //   PATCH /welds/{id}/status   {"status", "reason"?}, optional If-Match: the lifecycle function
 //                              decides (409 with `allowed`, 403, 412, 422 reason required)
-//   GET   /welds/{id}/history  the weld's status changes, oldest first, in keyset pages
+//   GET   /welds/{id}/history  the weld's status changes (history.ts)
 //
 // A weld's status, repair cycle and version are read-only everywhere else: PATCH /welds/{id}
 // changes the other fields (engineers), and welds are never deleted (VOIDED instead).
@@ -10,10 +10,8 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
-import { problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
-import { limitParam } from './pagination.ts';
 import { column, defineResource, expectedVersion, inches, pathId, sendItem } from './resource.ts';
 
 const statusList = z
@@ -82,36 +80,7 @@ export const StatusChange = z.strictObject({
   reason: z.string().max(2000).optional().describe('required by some transitions (see the rules)'),
 });
 
-export const HistoryEntry = z.object({
-  id: z.number().int().describe('increases with every change of the tenant'),
-  fromStatus: z.enum(WELD_STATUSES),
-  toStatus: z.enum(WELD_STATUSES),
-  reason: z.string().nullable(),
-  changedBy: z.uuid().nullable().describe('the user; null for changes made by the system'),
-  changedAt: z.iso.datetime(),
-  repairCycle: z.number().int(),
-  cause: z.enum(['user', 'ndt', 'system']).describe('a user action, or the NDT record given'),
-  ndtRecordId: z.uuid().nullable(),
-});
-
-export const HistoryQuery = z.strictObject({
-  limit: limitParam,
-  cursor: z
-    .string()
-    .regex(/^[0-9]{1,18}$/, 'not a cursor this service issued')
-    .optional()
-    .describe('nextCursor of the previous page'),
-});
-
-export const HistoryPage = z.object({
-  items: z.array(HistoryEntry),
-  nextCursor: z
-    .string()
-    .nullable()
-    .describe('pass as `cursor` for the next page; null on the last'),
-});
-
-/** The weld paths beyond the resource's own: the status change and the history. */
+/** The weld path beyond the resource's own: the status change (its history: history.ts). */
 export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
   return [
     {
@@ -137,42 +106,6 @@ export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
           return rows[0]!;
         });
         sendItem(res, weld);
-      },
-    },
-    {
-      method: 'GET',
-      path: `${prefix}/welds/:id/history`,
-      handler: async (req, res) => {
-        const id = pathId(req, 'weld');
-        const parsed = HistoryQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const { limit, cursor } = parsed.data;
-        const rows = await withContext(pool, callerContext(req), async (db) => {
-          const weld = await db.query(
-            prepared('select from weld_public.welds where id = $1', [id]),
-          );
-          if (!weld.rowCount) throw problems.notFound('No such weld.');
-          const history = await db.query<{ id: number }>(
-            prepared(
-              `select h.id::float8 as id, h.from_status as "fromStatus", h.to_status as "toStatus",
-                      h.reason, h.changed_by as "changedBy", h.changed_at as "changedAt",
-                      h.repair_cycle as "repairCycle", h.cause, h.ndt_record_id as "ndtRecordId"
-                 from weld_public.weld_status_history h
-                where h.weld_id = $1 and h.id > $2
-                order by h.id limit $3`,
-              [id, cursor ?? 0, limit + 1],
-            ),
-          );
-          return history.rows;
-        });
-        const items = rows.slice(0, limit);
-        const nextCursor = rows.length > limit ? String(items.at(-1)!.id) : null;
-        if (nextCursor) {
-          const query = new URLSearchParams(req.query as Record<string, string>);
-          query.set('cursor', nextCursor);
-          res.setHeader('Link', `<${req.path}?${query.toString()}>; rel="next"`);
-        }
-        res.json({ items, nextCursor });
       },
     },
   ];

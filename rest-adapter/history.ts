@@ -1,0 +1,150 @@
+// The append-only histories, each read as keyset pages of its entries, oldest first:
+//
+//   GET /welds/{id}/history         status changes (weld_status_history): who, when, from, to,
+//                                   why, and the cause (a user, or the NDT record)
+//   GET /ndt-records/{id}/history   changes after the record was created (examination_changes):
+//   GET /inspections/{id}/history   what changed, before and after, who, when, and the reason
+//
+// The cursor is the last entry's id (entries are numbered by the database in the order written).
+import type pg from 'pg';
+import { z } from 'zod';
+import { prepared, withContext } from '../db/database.ts';
+import { WELD_STATUSES } from '../db/vocabulary.ts';
+import { camelCase, problems, zodIssues } from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import { callerContext } from '../server/http/session.ts';
+import { limitParam } from './pagination.ts';
+import { pathId } from './resource.ts';
+
+export const HistoryQuery = z.strictObject({
+  limit: limitParam,
+  cursor: z
+    .string()
+    .regex(/^[0-9]{1,18}$/, 'not a cursor this service issued')
+    .optional()
+    .describe('nextCursor of the previous page'),
+});
+
+const pageOfEntries = (entry: z.ZodObject) =>
+  z.object({
+    items: z.array(entry),
+    nextCursor: z
+      .string()
+      .nullable()
+      .describe('pass as `cursor` for the next page; null on the last'),
+  });
+
+export const WeldHistoryEntry = z.object({
+  id: z.number().int().describe('increases with every change of the tenant'),
+  fromStatus: z.enum(WELD_STATUSES),
+  toStatus: z.enum(WELD_STATUSES),
+  reason: z.string().nullable(),
+  changedBy: z.uuid().nullable().describe('the user; null for changes made by the system'),
+  changedAt: z.iso.datetime(),
+  repairCycle: z.number().int(),
+  cause: z.enum(['user', 'ndt', 'system']).describe('a user action, or the NDT record given'),
+  ndtRecordId: z.uuid().nullable(),
+});
+
+export const ExaminationHistoryEntry = z.object({
+  id: z.number().int().describe('increases with every change of the tenant'),
+  change: z
+    .enum([
+      'updated',
+      'weld_added',
+      'weld_removed',
+      'weld_updated',
+      'film_interval_added',
+      'film_interval_updated',
+      'film_interval_removed',
+      'film_weld_added',
+      'film_weld_removed',
+    ])
+    .describe('what changed'),
+  before: z.record(z.string(), z.unknown()).nullable().describe('the values before (camelCase)'),
+  after: z.record(z.string(), z.unknown()).nullable().describe('the values after (camelCase)'),
+  reason: z.string().nullable().describe('the reason the correction gave'),
+  changedBy: z.uuid().nullable(),
+  changedAt: z.iso.datetime(),
+});
+
+export const WeldHistoryPage = pageOfEntries(WeldHistoryEntry);
+export const ExaminationHistoryPage = pageOfEntries(ExaminationHistoryEntry);
+
+interface History {
+  /** The path of the item ("welds"), its noun, and its table (for the 404). */
+  path: string;
+  noun: string;
+  table: string;
+  /** The entries: $1 the item's id, $2 the id after which the page starts, $3 the row count. */
+  select: string;
+}
+
+const HISTORIES: History[] = [
+  {
+    path: 'welds',
+    noun: 'weld',
+    table: 'weld_public.welds',
+    select: `select h.id::float8 as id, h.from_status as "fromStatus", h.to_status as "toStatus",
+                    h.reason, h.changed_by as "changedBy", h.changed_at as "changedAt",
+                    h.repair_cycle as "repairCycle", h.cause, h.ndt_record_id as "ndtRecordId"
+               from weld_public.weld_status_history h
+              where h.weld_id = $1 and h.id > $2 order by h.id limit $3`,
+  },
+  ...(
+    [
+      ['ndt-records', 'NDT record', 'weld_public.ndt_records', 'ndt_record'],
+      ['inspections', 'inspection', 'weld_public.inspections', 'inspection'],
+    ] as const
+  ).map(([path, noun, table, subject]) => ({
+    path,
+    noun,
+    table,
+    select: `select c.id::float8 as id, c.change, c.before, c.after, c.reason,
+                    c.changed_by as "changedBy", c.changed_at as "changedAt"
+               from weld_public.examination_changes c
+              where c.subject = '${subject}' and c.record_id = $1 and c.id > $2
+              order by c.id limit $3`,
+  })),
+];
+
+/** The keys of a before/after object as the API spells fields (the database's are columns). */
+function camelKeys(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, v]) => [camelCase(key), v]));
+}
+
+export function historyRoutes(pool: pg.Pool, prefix: string): Route[] {
+  return HISTORIES.map((history) => ({
+    method: 'GET',
+    path: `${prefix}/${history.path}/:id/history`,
+    handler: async (req, res) => {
+      const id = pathId(req, history.noun);
+      const parsed = HistoryQuery.safeParse(req.query);
+      if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+      const { limit, cursor } = parsed.data;
+      const rows = await withContext(pool, callerContext(req), async (db) => {
+        const item = await db.query(prepared(`select from ${history.table} where id = $1`, [id]));
+        if (!item.rowCount) throw problems.notFound(`No such ${history.noun}.`);
+        const entries = await db.query<{ id: number; before?: unknown; after?: unknown }>(
+          prepared(history.select, [id, cursor ?? 0, limit + 1]),
+        );
+        return entries.rows;
+      });
+      const items = rows
+        .slice(0, limit)
+        .map((entry) =>
+          'before' in entry
+            ? { ...entry, before: camelKeys(entry.before), after: camelKeys(entry.after) }
+            : entry,
+        );
+      const nextCursor = rows.length > limit ? String(items.at(-1)!.id) : null;
+      if (nextCursor) {
+        const query = new URLSearchParams(req.query as Record<string, string>);
+        query.set('cursor', nextCursor);
+        res.setHeader('Link', `<${req.path}?${query.toString()}>; rel="next"`);
+      }
+      res.json({ items, nextCursor });
+    },
+  }));
+}
