@@ -1,5 +1,5 @@
 --! Previous: sha1:684d08fce43610228af8aa256a80dd823b119817
---! Hash: sha1:af903fb74640efced5519048bc6c760f2140c7ae
+--! Hash: sha1:c5b7d3ca9d0c5a35070e287f1d857b3abd2e9594
 --! Message: Every resource over REST: versions, examinations through functions, NDT results move welds, idempotency keys
 
 -- Every resource over REST (issue F6). REST gives every resource an If-Match version and writes
@@ -230,7 +230,8 @@ on conflict do nothing;
 -- 5. Corrections carry a reason.
 --
 -- The correction functions set `weld.change_reason` for the transaction while they write (and
--- set it back after); the history triggers of 000006 copy it into each row they add. A reason is
+-- set it back after); a trigger on examination_changes copies it into each row the history
+-- triggers of 000006 add, so those stay as they are. A reason is
 -- at most 2000 characters (the functions refuse a longer one with WD007): it is copied into every
 -- row a correction adds, up to a few thousand, so its size is multiplied. A weld's
 -- given NDT result can now change too ('weld_updated'), and the rows of an NDT record's welds
@@ -250,29 +251,24 @@ alter table weld_public.examination_changes add constraint examination_changes_c
     'film_interval_added', 'film_interval_updated', 'film_interval_removed',
     'film_weld_added', 'film_weld_removed'));
 
-set role weld_rules;
-
-create or replace function weld_private.tg__examination_updated() returns trigger
-  language plpgsql volatile security definer
+-- Each row gets the reason of the correction that adds it, whichever history trigger of 000006
+-- writes it (a row that brings its own reason keeps it). SECURITY INVOKER: it reads a setting.
+create or replace function weld_private.tg_examination_changes__reason() returns trigger
+  language plpgsql stable
   set search_path = pg_catalog, pg_temp
 as $$
-declare
-  diff record;
 begin
-  if weld_hidden.current_tenant_id() is null then
-    return null;
-  end if;
-  select * into diff from weld_private.changed_columns(to_jsonb(old), to_jsonb(new));
-  if diff.before is not null then
-    insert into weld_public.examination_changes
-      (tenant_id, subject, record_id, change, before, after, changed_by, reason)
-    values (new.tenant_id, tg_argv[0], new.id, 'updated', diff.before, diff.after,
-            weld_hidden.current_user_id(),
-            nullif(pg_catalog.current_setting('weld.change_reason', true), ''));
-  end if;
-  return null;
+  new.reason := coalesce(new.reason,
+                         nullif(pg_catalog.current_setting('weld.change_reason', true), ''));
+  return new;
 end
 $$;
+
+drop trigger if exists _100_reason on weld_public.examination_changes;
+create trigger _100_reason before insert on weld_public.examination_changes
+  for each row execute function weld_private.tg_examination_changes__reason();
+
+set role weld_rules;
 
 -- The link without its tenant and record: {"weld_id"}, and "result" for NDT records.
 create or replace function weld_private.tg__examination_weld_link() returns trigger
@@ -283,7 +279,6 @@ declare
   link jsonb;
   record_id uuid;
   diff record;
-  why text := nullif(pg_catalog.current_setting('weld.change_reason', true), '');
 begin
   if weld_hidden.current_tenant_id() is null then
     return null;
@@ -299,97 +294,24 @@ begin
       return null;
     end if;
     insert into weld_public.examination_changes
-      (tenant_id, subject, record_id, change, before, after, changed_by, reason)
+      (tenant_id, subject, record_id, change, before, after, changed_by)
     values (new.tenant_id, tg_argv[0], record_id, 'weld_added', null,
-            link - 'tenant_id' - tg_argv[1], weld_hidden.current_user_id(), why);
+            link - 'tenant_id' - tg_argv[1], weld_hidden.current_user_id());
   elsif tg_op = 'UPDATE' then
     select * into diff from weld_private.changed_columns(to_jsonb(old), to_jsonb(new));
     if diff.before is not null then
       insert into weld_public.examination_changes
-        (tenant_id, subject, record_id, change, before, after, changed_by, reason)
+        (tenant_id, subject, record_id, change, before, after, changed_by)
       values (new.tenant_id, tg_argv[0], record_id, 'weld_updated',
               jsonb_build_object('weld_id', old.weld_id) || diff.before,
               jsonb_build_object('weld_id', new.weld_id) || diff.after,
-              weld_hidden.current_user_id(), why);
+              weld_hidden.current_user_id());
     end if;
   else
     insert into weld_public.examination_changes
-      (tenant_id, subject, record_id, change, before, after, changed_by, reason)
+      (tenant_id, subject, record_id, change, before, after, changed_by)
     values (old.tenant_id, tg_argv[0], record_id, 'weld_removed',
-            link - 'tenant_id' - tg_argv[1], null, weld_hidden.current_user_id(), why);
-  end if;
-  return null;
-end
-$$;
-
-create or replace function weld_private.tg_film_intervals__examination_change() returns trigger
-  language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  diff record;
-  why text := nullif(pg_catalog.current_setting('weld.change_reason', true), '');
-begin
-  if weld_hidden.current_tenant_id() is null then
-    return null;
-  end if;
-  if tg_op = 'INSERT' then
-    if weld_private.examination_created_in_this_transaction('ndt_record', new.tenant_id, new.ndt_record_id) then
-      return null;
-    end if;
-    insert into weld_public.examination_changes
-      (tenant_id, subject, record_id, change, before, after, changed_by, reason)
-    values (new.tenant_id, 'ndt_record', new.ndt_record_id, 'film_interval_added', null,
-            jsonb_build_object('id', new.id, 'label', new.label, 'result', new.result,
-                               'defect_codes', new.defect_codes),
-            weld_hidden.current_user_id(), why);
-  elsif tg_op = 'UPDATE' then
-    select * into diff from weld_private.changed_columns(to_jsonb(old), to_jsonb(new));
-    if diff.before is not null then
-      insert into weld_public.examination_changes
-        (tenant_id, subject, record_id, change, before, after, changed_by, reason)
-      values (new.tenant_id, 'ndt_record', new.ndt_record_id, 'film_interval_updated',
-              jsonb_build_object('id', old.id) || diff.before,
-              jsonb_build_object('id', new.id) || diff.after,
-              weld_hidden.current_user_id(), why);
-    end if;
-  else
-    insert into weld_public.examination_changes
-      (tenant_id, subject, record_id, change, before, after, changed_by, reason)
-    values (old.tenant_id, 'ndt_record', old.ndt_record_id, 'film_interval_removed',
-            jsonb_build_object('id', old.id, 'label', old.label, 'result', old.result,
-                               'defect_codes', old.defect_codes),
-            null, weld_hidden.current_user_id(), why);
-  end if;
-  return null;
-end
-$$;
-
-create or replace function weld_private.tg_film_interval_welds__examination_change() returns trigger
-  language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  why text := nullif(pg_catalog.current_setting('weld.change_reason', true), '');
-begin
-  if weld_hidden.current_tenant_id() is null then
-    return null;
-  end if;
-  if tg_op = 'INSERT' then
-    if weld_private.examination_created_in_this_transaction('ndt_record', new.tenant_id, new.ndt_record_id) then
-      return null;
-    end if;
-    insert into weld_public.examination_changes
-      (tenant_id, subject, record_id, change, before, after, changed_by, reason)
-    values (new.tenant_id, 'ndt_record', new.ndt_record_id, 'film_weld_added', null,
-            jsonb_build_object('film_interval_id', new.film_interval_id, 'weld_id', new.weld_id),
-            weld_hidden.current_user_id(), why);
-  else
-    insert into weld_public.examination_changes
-      (tenant_id, subject, record_id, change, before, after, changed_by, reason)
-    values (old.tenant_id, 'ndt_record', old.ndt_record_id, 'film_weld_removed',
-            jsonb_build_object('film_interval_id', old.film_interval_id, 'weld_id', old.weld_id),
-            null, weld_hidden.current_user_id(), why);
+            link - 'tenant_id' - tg_argv[1], null, weld_hidden.current_user_id());
   end if;
   return null;
 end
@@ -931,98 +853,10 @@ begin
 end
 $$;
 
--- Only the NDT functions may name an NDT record as the cause of a weld's move: change_weld_status
--- takes any cause_ndt_record_id from its caller, and REST and GraphQL (changeWeldStatus) would let
--- a user write a history row that looks like an NDT result. So a cause is accepted only while
--- ndt_apply_status_changes applies that record's results, which it says in the transaction-local
--- setting weld.applying_ndt_record (the record's id; '' after). API callers cannot set it: REST
--- and GraphQL run only the statements the server writes. Otherwise 42501. change_weld_status is
--- 000002's, with that check first; its signature, owner, grants and comment stay.
-create or replace function weld_public.change_weld_status(
-  weld_id uuid,
-  new_status weld_public.weld_status,
-  reason text default null,
-  expected_version integer default null,
-  cause_ndt_record_id uuid default null
-) returns weld_public.welds
-  language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  weld weld_public.welds;
-  rule weld_public.weld_transition_rules;
-  caller weld_public.user_role := weld_hidden.request_role();
-  allowed text[];
-begin
-  if cause_ndt_record_id is not null
-     and cause_ndt_record_id::text is distinct from
-         nullif(pg_catalog.current_setting('weld.applying_ndt_record', true), '') then
-    raise exception 'only recording an NDT result may name an NDT record as the cause'
-      using errcode = '42501';
-  end if;
-
-  select * into weld from weld_public.welds w
-   where w.tenant_id = weld_hidden.current_tenant_id() and w.id = change_weld_status.weld_id
-   for update;
-  if not found then
-    raise exception 'weld % not found', change_weld_status.weld_id using errcode = 'WD001';
-  end if;
-
-  if expected_version is not null and expected_version <> weld.version then
-    raise exception 'weld % is at version %, not %', weld.id, weld.version, expected_version
-      using errcode = 'WD005', detail = json_build_object('version', weld.version)::text;
-  end if;
-
-  select * into rule from weld_public.weld_transition_rules r
-   where r.tenant_id = weld.tenant_id and r.from_status = weld.status and r.to_status = new_status;
-  if not found then
-    select coalesce(array_agg(r.to_status::text order by r.to_status), '{}') into allowed
-      from weld_public.weld_transition_rules r
-     where r.tenant_id = weld.tenant_id and r.from_status = weld.status;
-    raise exception 'a weld cannot go from % to %', weld.status, new_status
-      using errcode = 'WD002', detail = json_build_object('allowed', allowed)::text;
-  end if;
-
-  if caller is null or caller < rule.least_role then
-    raise exception 'going from % to % needs the % role', weld.status, new_status, rule.least_role
-      using errcode = 'WD003';
-  end if;
-
-  if rule.reason_required and coalesce(btrim(reason), '') = '' then
-    raise exception 'going from % to % needs a reason', weld.status, new_status
-      using errcode = 'WD004';
-  end if;
-
-  if cause_ndt_record_id is not null and not exists (
-    select from weld_public.ndt_record_welds nw
-     where nw.tenant_id = weld.tenant_id and nw.ndt_record_id = cause_ndt_record_id
-       and nw.weld_id = weld.id
-  ) then
-    raise exception 'NDT record % does not cover weld %', cause_ndt_record_id, weld.id
-      using errcode = '22023';
-  end if;
-
-  update weld_public.welds w
-     set status = new_status,
-         repair_cycle = w.repair_cycle
-           + case when weld.status = 'REJECTED' and new_status = 'REPAIR' then 1 else 0 end
-   where w.tenant_id = weld.tenant_id and w.id = weld.id
-  returning * into weld;
-
-  insert into weld_public.weld_status_history
-    (tenant_id, weld_id, from_status, to_status, reason, changed_by, repair_cycle, cause, ndt_record_id)
-  values
-    (weld.tenant_id, weld.id, rule.from_status, rule.to_status, nullif(btrim(reason), ''),
-     weld_hidden.current_user_id(), weld.repair_cycle,
-     case when cause_ndt_record_id is null then 'user' else 'ndt' end, cause_ndt_record_id);
-
-  return weld;
-end
-$$;
 
 -- Step 2, once the record is written: each move through change_weld_status, caused by the record
 -- (its history row says cause 'ndt' and the record's id), with a reason naming the report. The
--- setting that lets change_weld_status take the record as the cause (above) holds only meanwhile.
+-- setting that lets the history take the record as the cause (section 7) holds only meanwhile.
 create or replace function weld_private.ndt_apply_status_changes(
   ndt weld_public.ndt_records, moves jsonb
 ) returns void
@@ -1432,6 +1266,32 @@ grant execute on function
   to weld_viewer;
 
 reset role;
+
+-- Only the NDT functions may name an NDT record as the cause of a weld's move. change_weld_status
+-- takes a cause_ndt_record_id from its caller, so REST or GraphQL (changeWeldStatus) could write
+-- a history row that looks like an NDT result; the history refuses (42501) a cause from a request
+-- unless ndt_apply_status_changes is applying that very record, which it says in the
+-- transaction-local setting weld.applying_ndt_record (the record's id; '' after). API callers
+-- cannot set it: REST and GraphQL run only the statements the server writes. Writes outside a
+-- request (the seed generator, a DBA) are not refused. SECURITY INVOKER: it reads settings only.
+create or replace function weld_private.tg_weld_status_history__ndt_cause() returns trigger
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if new.ndt_record_id is not null and weld_hidden.request_role() is not null
+     and new.ndt_record_id::text is distinct from
+         nullif(pg_catalog.current_setting('weld.applying_ndt_record', true), '') then
+    raise exception 'only recording an NDT result may name an NDT record as the cause'
+      using errcode = '42501';
+  end if;
+  return new;
+end
+$$;
+
+drop trigger if exists _100_ndt_cause on weld_public.weld_status_history;
+create trigger _100_ndt_cause before insert on weld_public.weld_status_history
+  for each row execute function weld_private.tg_weld_status_history__ndt_cause();
 
 --------------------------------------------------------------------------------------------------
 -- 7. A test package's ISOs and welds change, and the package is deleted, only while it is open

@@ -216,6 +216,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_tenants__seed_settings()': owner,
     'weld_private.tg_test_packages__delete_only_while_open()': owner,
     'weld_private.tg_test_packages__state_moves()': owner,
+    'weld_private.tg_examination_changes__reason()': owner,
+    'weld_private.tg_weld_status_history__ndt_cause()': owner,
     'weld_private.tg_user_credentials__revoke_sessions()': owner,
     'weld_private.tg_users__revoke_sessions()': owner,
     'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
