@@ -13,7 +13,7 @@ import { WELD_STATUSES } from '../db/vocabulary.ts';
 import { camelCase, problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
-import { limitParam } from './pagination.ts';
+import { limitParam, sendPage } from './pagination.ts';
 import { pathId } from './resource.ts';
 
 export const HistoryQuery = z.strictObject({
@@ -71,20 +71,28 @@ export const ExaminationHistoryEntry = z.object({
 export const WeldHistoryPage = pageOfEntries(WeldHistoryEntry);
 export const ExaminationHistoryPage = pageOfEntries(ExaminationHistoryEntry);
 
-interface History {
+export interface History {
   /** The path of the item ("welds"), its noun, and its table (for the 404). */
   path: string;
   noun: string;
   table: string;
+  /** The page's OpenAPI schema, and what the document says of it. */
+  schema: 'WeldHistoryPage' | 'ExaminationHistoryPage';
+  summary: string;
+  description: string;
   /** The entries: $1 the item's id, $2 the id after which the page starts, $3 the row count. */
   select: string;
 }
 
-const HISTORIES: History[] = [
+export const HISTORIES: History[] = [
   {
     path: 'welds',
     noun: 'weld',
     table: 'weld_public.welds',
+    schema: 'WeldHistoryPage',
+    summary: 'The status changes of a weld, oldest first',
+    description:
+      'Who changed it, when, from and to which status, why, and what caused it (a user, or the NDT record whose result it applied).',
     select: `select h.id::float8 as id, h.from_status as "fromStatus", h.to_status as "toStatus",
                     h.reason, h.changed_by as "changedBy", h.changed_at as "changedAt",
                     h.repair_cycle as "repairCycle", h.cause, h.ndt_record_id as "ndtRecordId"
@@ -100,6 +108,10 @@ const HISTORIES: History[] = [
     path,
     noun,
     table,
+    schema: 'ExaminationHistoryPage' as const,
+    summary: `The corrections of an ${noun}, oldest first`,
+    description:
+      'Every change after it was recorded: what changed (its fields, its welds, its film), the values before and after, who, when, and the reason the correction gave.',
     select: `select c.id::float8 as id, c.change, c.before, c.after, c.reason,
                     c.changed_by as "changedBy", c.changed_at as "changedAt"
                from weld_public.examination_changes c
@@ -131,20 +143,12 @@ export function historyRoutes(pool: pg.Pool, prefix: string): Route[] {
         );
         return entries.rows;
       });
-      const items = rows
-        .slice(0, limit)
-        .map((entry) =>
-          'before' in entry
-            ? { ...entry, before: camelKeys(entry.before), after: camelKeys(entry.after) }
-            : entry,
-        );
-      const nextCursor = rows.length > limit ? String(items.at(-1)!.id) : null;
-      if (nextCursor) {
-        const query = new URLSearchParams(req.query as Record<string, string>);
-        query.set('cursor', nextCursor);
-        res.setHeader('Link', `<${req.path}?${query.toString()}>; rel="next"`);
-      }
-      res.json({ items, nextCursor });
+      const entries = rows.map((entry) =>
+        'before' in entry
+          ? { ...entry, before: camelKeys(entry.before), after: camelKeys(entry.after) }
+          : entry,
+      );
+      sendPage(req, res, entries, limit, (entry) => String(entry.id));
     },
   }));
 }

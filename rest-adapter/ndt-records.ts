@@ -41,14 +41,10 @@ const reportFields = {
     .describe('RT only; at most 1,000 interval-to-weld mappings in all'),
 };
 
-/** Each weld of the record with its result: the one given, or the film's for RT. */
+/** Each weld of the record with its result: the one given, or the film's for RT (in SQL). */
 const WELDS_WITH_RESULTS = `coalesce((
-  select json_agg(json_build_object('weldId', w.weld_id, 'result', coalesce(w.result, (
-           select case when bool_or(f.result = 'rejected') then 'rejected' else 'accepted' end
-             from weld_public.film_interval_welds fw
-             join weld_public.film_intervals f
-               on f.tenant_id = fw.tenant_id and f.id = fw.film_interval_id
-            where fw.ndt_record_id = w.ndt_record_id and fw.weld_id = w.weld_id)))
+  select json_agg(json_build_object('weldId', w.weld_id,
+                                    'result', weld_public.ndt_record_welds_effective_result(w))
          order by w.weld_id)
     from weld_public.ndt_record_welds w where w.ndt_record_id = r.id), '[]'::json)`;
 

@@ -12,7 +12,7 @@ import type { Route } from '../server/http/route.ts';
 import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
 import type { Resource } from './resource.ts';
 import { RESOURCES } from './resources.ts';
-import { ExaminationHistoryPage, HistoryQuery, WeldHistoryPage } from './history.ts';
+import { ExaminationHistoryPage, HISTORIES, HistoryQuery, WeldHistoryPage } from './history.ts';
 import { StatusChange } from './welds.ts';
 
 const json = (schema: z.ZodType, io: 'input' | 'output' = 'output') =>
@@ -495,45 +495,23 @@ function buildDocument() {
           },
         },
       },
-      '/welds/{id}/history': {
-        get: {
-          summary: 'The status changes of a weld, oldest first',
-          description:
-            'Who changed it, when, from and to which status, why, and what caused it (a user, or the NDT record whose result it applied).',
-          parameters: [idParam, ...queryParameters(HistoryQuery)],
-          responses: {
-            '200': { ...page, ...content('WeldHistoryPage') },
-            '422': problem('a bad parameter, named in errors'),
-            ...common,
+      ...Object.fromEntries(
+        HISTORIES.map((h) => [
+          `/${h.path}/{id}/history`,
+          {
+            get: {
+              summary: h.summary,
+              description: h.description,
+              parameters: [idParam, ...queryParameters(HistoryQuery)],
+              responses: {
+                '200': { ...page, ...content(h.schema) },
+                '422': problem('a bad parameter, named in errors'),
+                ...common,
+              },
+            },
           },
-        },
-      },
-      '/ndt-records/{id}/history': {
-        get: {
-          summary: 'The corrections of an NDT record, oldest first',
-          description:
-            'Every change after it was recorded: what changed (its fields, its welds, its film), the values before and after, who, when, and the reason the correction gave.',
-          parameters: [idParam, ...queryParameters(HistoryQuery)],
-          responses: {
-            '200': { ...page, ...content('ExaminationHistoryPage') },
-            '422': problem('a bad parameter, named in errors'),
-            ...common,
-          },
-        },
-      },
-      '/inspections/{id}/history': {
-        get: {
-          summary: 'The corrections of an inspection, oldest first',
-          description:
-            'Every change after it was recorded: what changed (its fields, its welds, its film), the values before and after, who, when, and the reason the correction gave.',
-          parameters: [idParam, ...queryParameters(HistoryQuery)],
-          responses: {
-            '200': { ...page, ...content('ExaminationHistoryPage') },
-            '422': problem('a bad parameter, named in errors'),
-            ...common,
-          },
-        },
-      },
+        ]),
+      ),
       '/graphql': {
         ...rootOnly,
         post: {

@@ -76,16 +76,18 @@ export const pageOf = <T extends z.ZodType>(item: T) =>
 
 /**
  * Answers one page: `rows` were fetched with limit + 1, so an extra row means there is a next
- * page, which starts after the last row shown.
+ * page, which starts after the last row shown (its cursor: the encoded id, unless `cursorOf` says
+ * otherwise).
  */
-export function sendPage<T extends { id: string }>(
+export function sendPage<T extends { id: string | number }>(
   req: Request,
   res: Response,
   rows: T[],
   limit: number,
+  cursorOf: (row: T) => string = (row) => encodeCursor(String(row.id)),
 ): void {
   const items = rows.slice(0, limit);
-  const nextCursor = rows.length > limit ? encodeCursor(items.at(-1)!.id) : null;
+  const nextCursor = rows.length > limit ? cursorOf(items.at(-1)!) : null;
   if (nextCursor) {
     const query = new URLSearchParams(req.query as Record<string, string>);
     query.set('cursor', nextCursor);

@@ -1,5 +1,5 @@
 --! Previous: sha1:684d08fce43610228af8aa256a80dd823b119817
---! Hash: sha1:c5b7d3ca9d0c5a35070e287f1d857b3abd2e9594
+--! Hash: sha1:a7d98f295243bae37e461b42f2dda58a5d49c990
 --! Message: Every resource over REST: versions, examinations through functions, NDT results move welds, idempotency keys
 
 -- Every resource over REST (issue F6). REST gives every resource an If-Match version and writes
@@ -189,6 +189,27 @@ update weld_public.ndt_record_welds nw
      select from weld_public.film_interval_welds fw
       where fw.tenant_id = nw.tenant_id and fw.ndt_record_id = nw.ndt_record_id
         and fw.weld_id = nw.weld_id));
+
+-- The weld's result as it stands: the one given, else the film's (rejected when any interval
+-- that shows the weld is). REST reads it for an NDT record's welds, and GraphQL shows it as
+-- ndtRecordWeld.effectiveResult, so neither derives it again. (The recording functions apply the
+-- same rule to the JSON they are given, before anything is written: ndt_film_result.)
+create or replace function weld_public.ndt_record_welds_effective_result(link weld_public.ndt_record_welds)
+  returns text
+  language sql stable
+as $$
+  select coalesce(link.result, (
+    select case when bool_or(f.result = 'rejected') then 'rejected'
+                when count(*) > 0 then 'accepted' end
+      from weld_public.film_interval_welds fw
+      join weld_public.film_intervals f on f.tenant_id = fw.tenant_id and f.id = fw.film_interval_id
+     where fw.tenant_id = link.tenant_id and fw.ndt_record_id = link.ndt_record_id
+       and fw.weld_id = link.weld_id))
+$$;
+comment on function weld_public.ndt_record_welds_effective_result(weld_public.ndt_record_welds) is
+  'The weld''s result in this record: the one given, else its film intervals'' (rejected when any is).';
+grant execute on function weld_public.ndt_record_welds_effective_result(weld_public.ndt_record_welds)
+  to weld_viewer;
 
 --------------------------------------------------------------------------------------------------
 -- 4. Tenant settings: one row per tenant, created with the tenant. A DBA changes them in SQL;

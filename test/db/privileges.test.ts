@@ -229,6 +229,11 @@ test('catalog: each function is executable by exactly the roles that call it', a
       roles(rules, 'weld_viewer'),
     'weld_public.record_inspection(inspection jsonb)': roles(rules, 'weld_viewer'),
     'weld_public.record_ndt(record jsonb)': roles(rules, 'weld_viewer'),
+    // A computed column: every reader of the tenant.
+    'weld_public.ndt_record_welds_effective_result(link weld_public.ndt_record_welds)': roles(
+      owner,
+      'weld_viewer',
+    ),
   });
 });
 
