@@ -349,7 +349,7 @@ function parseBody(
   body: unknown,
 ): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw problems.validation([{ pointer: '', detail: 'the body must be a JSON object' }]);
+    throw problems.validation([{ pointer: '', detail: 'must be a JSON object' }]);
   }
   const known = new Set([
     'id',
@@ -361,7 +361,8 @@ function parseBody(
     ...Object.keys(resource.computed ?? {}),
   ]);
   const readOnly: ValidationIssue[] = [];
-  const rest: Record<string, unknown> = {};
+  // No prototype: a key named __proto__ stays a key (refused as unknown), never a prototype.
+  const rest: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const [key, value] of Object.entries(body)) {
     if (known.has(key) && !(key in schema.shape)) {
       readOnly.push({ pointer: `/${key}`, detail: 'is read-only here' });

@@ -1,5 +1,5 @@
 --! Previous: sha1:684d08fce43610228af8aa256a80dd823b119817
---! Hash: sha1:a7d98f295243bae37e461b42f2dda58a5d49c990
+--! Hash: sha1:fee1ae38eec301760958ffa16cbc4881113ba0b7
 --! Message: Every resource over REST: versions, examinations through functions, NDT results move welds, idempotency keys
 
 -- Every resource over REST (issue F6). REST gives every resource an If-Match version and writes
@@ -260,6 +260,11 @@ on conflict do nothing;
 -- records ({"weld_id"} for inspections, as before).
 
 alter table weld_public.examination_changes add column if not exists reason text;
+-- A status change's reason is bounded the same way (REST caps it at 2000; GraphQL's
+-- changeWeldStatus reaches the table without that cap).
+alter table weld_public.weld_status_history drop constraint if exists weld_status_history_reason_check;
+alter table weld_public.weld_status_history add constraint weld_status_history_reason_check
+  check (char_length(reason) <= 2000);
 alter table weld_public.examination_changes drop constraint if exists examination_changes_reason_check;
 alter table weld_public.examination_changes add constraint examination_changes_reason_check
   check (char_length(reason) <= 2000);
@@ -993,7 +998,8 @@ create function weld_private.check_correction(
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  why text := btrim(check_correction.reason);
+  -- Blank is blank whatever the whitespace (btrim alone strips spaces only).
+  why text := btrim(check_correction.reason, E' \t\n\r\v\f');
 begin
   if not is_found then
     raise exception '% % not found', what, record_id using errcode = 'WD001';

@@ -87,7 +87,7 @@ export const problems = {
     new HttpProblem(422, {
       type: '/problems/validation-failed',
       title: 'Validation failed',
-      detail: issues.map((i) => `${i.parameter ?? i.pointer ?? '/'}: ${i.detail}`).join('; '),
+      detail: issues.map((i) => `${i.parameter ?? (i.pointer || 'body')}: ${i.detail}`).join('; '),
       extensions: { errors: issues },
     }),
 };

@@ -177,3 +177,40 @@ test('deadlocks and serialization failures are 409 concurrent-change with Retry-
   // JSON nested too deeply for PostgreSQL is the client's to fix too.
   t.is(databaseProblem({ message: 'stack depth limit exceeded', code: '54001' })?.status, 422);
 });
+
+test('a blank reason is no reason, a status reason is bounded over GraphQL too, and __proto__ is no field', async (t) => {
+  const w = await world(t);
+  const recorded = await w.call('POST', '/ndt-records', w.inspector, {
+    method: 'UT',
+    reportNumber: 'UT-1',
+    examinedOn: '2026-11-01',
+    welds: [{ weldId: w.weld, result: 'accepted' }],
+  });
+  t.is(recorded.status, 201, recorded.text);
+  const blank = await w.call('PATCH', `/ndt-records/${recorded.json.id}`, w.inspector, {
+    notes: 'x',
+    reason: '\t\n\r',
+  });
+  refused(t, blank, 422, '/problems/reason-required');
+
+  // A JSON body's "__proto__" is a key like any other: unknown here, so 422, and nothing set.
+  const proto = await w.call(
+    'PATCH',
+    `/ndt-records/${recorded.json.id}`,
+    w.inspector,
+    '{"reason": "x", "__proto__": {"notes": "p"}}',
+    { 'content-type': 'application/json' },
+  );
+  refused(t, proto, 422, '/problems/validation-failed');
+  t.is(proto.json.errors[0].pointer, '/__proto__');
+  t.is((await w.call('GET', `/ndt-records/${recorded.json.id}`, w.inspector)).json.notes, null);
+
+  const engineer = await w.call('POST', '/graphql', w.engineer, {
+    query: `mutation($weld: UUID!, $reason: String!) {
+      changeWeldStatus(input: {weldId: $weld, newStatus: VOIDED, reason: $reason}) { clientMutationId }
+    }`,
+    variables: { weld: w.weld, reason: 'x'.repeat(2001) },
+  });
+  t.is(engineer.json.errors?.[0]?.extensions?.code, '/problems/validation-failed', engineer.text);
+  t.is((await w.call('GET', `/welds/${w.weld}`, w.engineer)).json.status, 'ACCEPTED');
+});
