@@ -198,8 +198,18 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.ndt_welds_input(input jsonb, pointer text)': rules,
     'weld_private.ndt_write_lists(tenant uuid, record_id uuid, welds jsonb, intervals jsonb)':
       rules,
+    'weld_private.outside_diameter(nps numeric)': rules,
+    'weld_private.inches(value numeric)': rules,
+    'weld_private.lock_lots(method text, line_number text)': rules,
+    'weld_private.lot_candidates(methods text[], lines text[])': rules,
+    'weld_private.lot_status(methods text[], lines text[], weld_ids uuid[])': rules,
+    'weld_private.progressive_examination(ndt weld_public.ndt_records)': rules,
+    'weld_private.qualification_facts(welder_ids uuid[], pending weld_public.welds[])': rules,
+    'weld_private.qualification_ranges(diameter_known boolean, diameter_min numeric, diameter_max numeric, thickness_known boolean, thickness_max numeric)':
+      rules,
     'weld_private.require_role(least_role weld_public.user_role, action text)': rules,
     'weld_private.secure_tenant_table(tbl regclass)': owner,
+    'weld_private.seed_code_rules(for_tenant uuid)': owner,
     'weld_private.seed_transition_rules(for_tenant uuid)': owner,
     'weld_private.set_user_password(tenant uuid, user_name citext, password_hash text)': owner,
     'weld_private.tenant_list()': owner,
@@ -213,11 +223,15 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_film_intervals__examination_change()': rules,
     'weld_private.tg_sessions__notify_revoked()': owner,
     'weld_private.tg_sessions__stamp_revocation()': owner,
+    'weld_private.tg_tenants__seed_code_rules()': owner,
     'weld_private.tg_tenants__seed_settings()': owner,
     'weld_private.tg_test_packages__delete_only_while_open()': owner,
+    'weld_private.tg_test_packages__release_when_ready()': rules,
     'weld_private.tg_test_packages__state_moves()': owner,
     'weld_private.tg_examination_changes__reason()': owner,
     'weld_private.tg_weld_status_history__ndt_cause()': owner,
+    'weld_private.tg_welds__code_checks()': rules,
+    'weld_private.weld_problems(welds weld_public.welds[], pending boolean)': rules,
     'weld_private.tg_user_credentials__revoke_sessions()': owner,
     'weld_private.tg_users__revoke_sessions()': owner,
     'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
@@ -227,11 +241,33 @@ test('catalog: each function is executable by exactly the roles that call it', a
       roles(rules, 'weld_viewer'),
     'weld_public.correct_ndt_record(record_id uuid, changes jsonb, reason text, expected_version integer)':
       roles(rules, 'weld_viewer'),
+    'weld_public.draw_examination_selection(method text, line_number text, iso_id uuid, seed bigint)':
+      roles(rules, 'weld_viewer'),
+    'weld_public.examination_selections_ndt_record_id(selection weld_public.examination_selections)':
+      roles(rules, 'weld_viewer'),
+    'weld_public.examination_selections_state(selection weld_public.examination_selections)': roles(
+      rules,
+      'weld_viewer',
+    ),
+    'weld_public.isos_examination(iso weld_public.isos)': roles(rules, 'weld_viewer'),
     'weld_public.record_inspection(inspection jsonb)': roles(rules, 'weld_viewer'),
     'weld_public.record_ndt(record jsonb)': roles(rules, 'weld_viewer'),
-    // A computed column: every reader of the tenant.
+    'weld_public.test_packages_readiness_reasons(test_package weld_public.test_packages)': roles(
+      rules,
+      'weld_viewer',
+    ),
+    'weld_public.test_packages_ready(test_package weld_public.test_packages)': roles(
+      rules,
+      'weld_viewer',
+    ),
+    'weld_public.welders_qualification_status(welder weld_public.welders, on_date date)': roles(
+      rules,
+      'weld_viewer',
+    ),
+    'weld_public.welds_checks(weld weld_public.welds)': roles(rules, 'weld_viewer'),
+    // A computed column: every reader of the tenant (and progressive examination, as weld_rules).
     'weld_public.ndt_record_welds_effective_result(link weld_public.ndt_record_welds)': roles(
-      owner,
+      rules,
       'weld_viewer',
     ),
   });

@@ -202,7 +202,11 @@ test("a test package's ISOs and welds change, and it is deleted, only while it i
   );
 
   for (const state of ['released', 'tested', 'closed']) {
-    await engineer(`update weld_public.test_packages set state = $2 where id = $1`, [pkg, state]);
+    // Set by the owner: a release needs a ready package (code-rules.test.ts), beside the point here.
+    await owner.query(`update weld_public.test_packages set state = $2 where id = $1`, [
+      pkg,
+      state,
+    ]);
     for (const sql of [
       `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, '${w2}')`,
       `delete from weld_public.test_package_welds where test_package_id = $1`,
@@ -272,7 +276,13 @@ test('a test package moves open -> released -> tested -> closed, or back from re
       const move = as(a, 'engineer', (c) =>
         c.query(`update weld_public.test_packages set state = $2 where id = $1`, [pkg, to]),
       );
-      if (from === to || allowed.includes(`${from}>${to}`)) {
+      if (from === 'open' && to === 'released') {
+        // Allowed as a move, so the readiness rule (which runs after it) has its say: this
+        // package has no welds, so it is not ready (WD009, not WD008).
+        const error = await t.throwsAsync(move, undefined, 'open -> released');
+        t.is(sqlstate(error), 'WD009', 'open -> released: refused for readiness, not as a move');
+        t.is(await state(), 'open', 'open -> released: unchanged');
+      } else if (from === to || allowed.includes(`${from}>${to}`)) {
         await move;
         t.is(await state(), to, `${from} -> ${to}`);
       } else {
