@@ -61,3 +61,42 @@ export const INSPECTION_KINDS = ['fit-up', 'visual', 'dimensional', 'final'] as 
 /** Test media and states of a test package (CHECKs on weld_public.test_packages). */
 export const TEST_MEDIA = ['hydro', 'pneumatic', 'service'] as const;
 export const TEST_PACKAGE_STATES = ['open', 'released', 'tested', 'closed'] as const;
+
+/**
+ * Tiers of an examination selection (CHECK on weld_public.examination_selections.tier): the
+ * random sample, then the progressive tiers a rejection of the tier before causes (B31.3 341.3.4).
+ */
+export const SELECTION_TIERS = ['random', '1', '2', 'full'] as const;
+
+/** A selection is open until an NDT record of its method covers the weld (computed, no CHECK). */
+export const SELECTION_STATES = ['open', 'done'] as const;
+
+/** What a lot is (CHECK on weld_public.tenant_settings.examination_lot): a welder's welds on a line, or on an ISO. */
+export const EXAMINATION_LOTS = ['welder_line', 'welder_iso'] as const;
+
+/** What the weld checks do (CHECK on weld_public.tenant_settings.weld_checks): show, or refuse writes. */
+export const WELD_CHECK_MODES = ['show', 'refuse'] as const;
+
+/** Dimensions of the qualification range rules (CHECK on qualification_range_rules.dimension). */
+export const QUALIFICATION_RANGE_DIMENSIONS = ['diameter', 'thickness'] as const;
+
+/** States of a welder qualification on a date (computed by welders_qualification_status). */
+export const QUALIFICATION_STATES = ['valid', 'expired', 'lapsed', 'not_yet_valid'] as const;
+
+/** Codes of the weld checks (weld_public.welds_checks), in the order the SQL sorts them. */
+export const WELD_CHECK_CODES = [
+  'DATA_MISSING',
+  'WELDER_NOT_QUALIFIED',
+  'WPS_NOT_APPROVED',
+  'WPS_RANGE',
+] as const;
+
+/** Why a test package is not ready (weld_public.test_packages_readiness_reasons). */
+export const READINESS_CODES = [
+  'NO_WELDS',
+  'WELD_NOT_ACCEPTED',
+  'EXAMINATION_SHORTFALL',
+  'EXAMINATION_OPEN',
+  'PROGRESSIVE_OPEN',
+  ...WELD_CHECK_CODES,
+] as const;

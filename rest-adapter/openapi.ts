@@ -12,6 +12,18 @@ import type { Route } from '../server/http/route.ts';
 import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
 import type { Resource } from './resource.ts';
 import { RESOURCES } from './resources.ts';
+import {
+  DrawBody,
+  DrawResult,
+  ExaminationSelection,
+  ExaminationSelectionPage,
+  ExaminationSelectionQuery,
+  IsoExamination,
+  QualificationStatusQuery,
+  TestPackageReadiness,
+  WelderQualificationStatus,
+  WeldChecks,
+} from './code-rules.ts';
 import { ExaminationHistoryPage, HISTORIES, HistoryQuery, WeldHistoryPage } from './history.ts';
 import { StatusChange } from './welds.ts';
 
@@ -94,10 +106,32 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
       'a bad or read-only field, or a reference to no record of your tenant, named in errors',
     ),
   };
+  // The 422 of a create; a resource with refusals of its own says so below.
+  let createInvalid = problem(
+    'a bad field, named in errors; or the Idempotency-Key was used for another request (/problems/idempotency-key-reused)',
+  );
   if (r.path === 'ndt-records') {
     writeProblems['409'] = problem(
       'a duplicate report number (/problems/conflict), or NDT results the lifecycle rules refuse (/problems/ndt-result-refused, naming each weld)',
       'NdtResultProblem',
+    );
+  }
+  if (r.path === 'test-packages') {
+    writeProblems['409'] = problem(
+      "a unique key is taken (/problems/conflict), the package's state refuses the change (/problems/state-conflict), or it is moved from open to released while not ready (/problems/package-not-ready: `reasons`, the first 100 of GET /test-packages/{id}/readiness, and `reasonCount`, all of them)",
+      'PackageNotReadyProblem',
+    );
+  }
+  if (r.path === 'welds') {
+    const checksFailed =
+      " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a weld whose type, size, wallThickness, welderId, wpsId or weldedOn as written leaves it with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED or WPS_RANGE (/problems/weld-checks-failed, `checks` as GET /welds/{id}/checks names them; DATA_MISSING never refuses: a weld is planned before it is welded)";
+    writeProblems['422'] = problem(
+      `a bad or read-only field, or a reference to no record of your tenant, named in errors;${checksFailed}`,
+      'WeldChecksProblem',
+    );
+    createInvalid = problem(
+      `a bad field, named in errors; the Idempotency-Key was used for another request (/problems/idempotency-key-reused);${checksFailed}`,
+      'WeldChecksProblem',
     );
   }
   const collection = {
@@ -138,9 +172,7 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
             ...content(r.schema),
           },
           ...writeProblems,
-          '422': problem(
-            'a bad field, named in errors; or the Idempotency-Key was used for another request (/problems/idempotency-key-reused)',
-          ),
+          '422': createInvalid,
           ...common,
         },
       },
@@ -214,6 +246,8 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/still-referenced | 409 | a delete of something other records still refer to (an ISO that holds welds) |
 | /problems/state-conflict | 409 | the record's state does not allow the change (a test package that is not open) |
 | /problems/ndt-result-refused | 409 | the lifecycle rules refuse an NDT result for some welds; \`welds\` names each with its status; nothing was recorded |
+| /problems/package-not-ready | 409 | a test package moved from open to released while not ready; \`reasons\` lists the first 100 reasons (as GET /test-packages/{id}/readiness), \`reasonCount\` counts them all |
+| /problems/weld-checks-failed | 422 | the tenant refuses welds that fail the code checks, and this write leaves the weld with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED or WPS_RANGE; \`checks\` names each ({code, detail}) |
 | /problems/concurrent-change | 409 | another request changed the same records at the same moment; nothing was written; retry (Retry-After) |
 | /problems/idempotency-key-reused | 422 | the Idempotency-Key was used in the last 24 hours for a different request |
 | /problems/unauthorized | 401 | no access token, or an invalid, expired or ended one |
@@ -232,10 +266,169 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/schema-behind | 503 | readiness: the database lacks a migration this build needs |
 | /problems/shutting-down | 503 | readiness: the instance is stopping |`;
 
+/** The lots, the candidates and the percent, as the draw and the ISO's examination use them. */
+const LOTS =
+  "A lot is one welder's welds for one method on one line (the tenant's default, tenant_settings.examination_lot = 'welder_line') " +
+  "or on one ISO ('welder_iso'); welds with no welder yet are a lot of their own. Its candidates are its welds that are not VOIDED, " +
+  "whose type the method's rule samples (BW unless the rule lists others) and whose ISO requires more than 0 % for the method. " +
+  "An ISO requires the greater of the tenant's examination rule for its fluid service (by default RT: normal 5 %, category_m 20 %, " +
+  'severe_cyclic and high_pressure 100 %; VT: category_d 100 %) and, for RT, its own rtPercent. A lot requires ' +
+  'ceil(percent x candidates / 100) selections, at least 1 when it has candidates, the percent being the highest of its ISOs; ' +
+  'selections of every tier count.';
+
+const TIERS =
+  'Progressive examination is automatic: when an NDT record (POST /ndt-records, or a correction) rejects a weld that has a ' +
+  "selection of the record's method, SQL selects in the same transaction, from the same lot: for a random selection two more " +
+  'welds as tier 1; for a tier 1 two more as tier 2; for a tier 2 every remaining weld as full (a selection causes this once). ' +
+  'Tiers 1 and 2 take welds neither selected for the method nor examined by it. Each names the selection (causeSelectionId) ' +
+  'and the record (causeNdtRecordId) that caused it, and carries the seed of its cause.';
+
+/** The operations of the code rules (code-rules.ts). */
+function codeRulePaths(): Record<string, unknown> {
+  const read = (
+    summary: string,
+    description: string,
+    schema: string,
+    parameters: unknown[] = [idParam],
+  ) => ({
+    get: {
+      summary,
+      description,
+      parameters,
+      responses: {
+        '200': { description: 'the answer, computed now', ...content(schema) },
+        '422': problem('a bad or unknown parameter, named in errors'),
+        ...common,
+      },
+    },
+  });
+  return {
+    '/examination-selections': {
+      get: {
+        summary: 'List examination selections, oldest first',
+        description:
+          'The welds selected for examination, by draws (tier random) and by rejections (tiers 1, 2, full), in the order ' +
+          'they were selected (selectedAt, then id). A selection is open until an NDT record of its method covers the ' +
+          'weld, whatever its result, and then done, naming that record (the earliest by examinedOn) as ndtRecordId. ' +
+          `Filters combine with "and". ${TIERS}`,
+        parameters: queryParameters(ExaminationSelectionQuery),
+        responses: {
+          '200': { ...page, ...content('ExaminationSelectionPage') },
+          '422': problem('a bad or unknown parameter, named in errors'),
+          ...common,
+        },
+      },
+    },
+    // Before /examination-selections/{id}: the path templates are matched in order.
+    '/examination-selections/draw': {
+      post: {
+        summary: 'Draw the random examination sample of a line or an ISO for one method',
+        description:
+          'Exactly one of lineNumber (every lot with a weld on the line) and isoId (every lot with a weld on the ISO). ' +
+          `${LOTS} The draw tops up each of those lots until its selections reach its required number, taking the ` +
+          'candidates not yet selected for the method in the order of md5(seed, weld id): the same seed on the same ' +
+          'welds selects the same welds. A weld is selected at most once per method, so drawing again adds only what ' +
+          'is missing, and nothing (an empty `selections`) when no lot is short. Without a seed the service draws one ' +
+          '(0 to 2^53 - 1); the answer always says which. Who: inspector, engineer, admin. With an Idempotency-Key, a ' +
+          'retry of the same request within 24 hours answers the first answer again (Idempotent-Replayed: true) without ' +
+          `drawing. ${TIERS}`,
+        parameters: [
+          header(
+            'Idempotency-Key',
+            '1 to 255 visible ASCII characters; the same key and body within 24 h replay the first answer, another body is 422',
+          ),
+        ],
+        requestBody: { required: true, ...content('ExaminationDraw') },
+        responses: {
+          '200': {
+            description: 'the method, the seed used and the selections this draw made',
+            headers: {
+              'Idempotent-Replayed': {
+                schema: { const: 'true' },
+                description: 'present when this is the stored answer of an earlier request',
+              },
+            },
+            ...content('ExaminationDrawResult'),
+          },
+          '403': problem('your role may not draw (a viewer), or the CSRF check failed'),
+          '404': problem('Unknown tenant (origin), or no such ISO, or no ISO on that line'),
+          '422': problem(
+            'a bad field (an unknown method, a seed out of range, neither or both of lineNumber and isoId), named in errors; or the Idempotency-Key was used for another request',
+          ),
+          '401': common['401'],
+          default: common.default,
+        },
+      },
+    },
+    '/examination-selections/{id}': read(
+      'Read an examination selection',
+      'One selection, as the list gives it.',
+      'ExaminationSelection',
+    ),
+    '/isos/{id}/examination': read(
+      "What the ISO's lots require, per method",
+      `${LOTS} One entry per method the ISO requires or has selections for, in method order, over the lots its welds ` +
+        'belong to (with their welds on other ISOs of the line, for welder_line lots): welds (candidates), required, ' +
+        'selected (any tier), examined (selections done), shortfall (per lot what is missing, summed: what a draw ' +
+        'would add), progressiveOpen (open selections of tiers 1, 2 and full) and weldersNotCovered (welders whose ' +
+        'lot requires a selection and has none).',
+      'IsoExamination',
+    ),
+    '/welders/{id}/qualification-status': read(
+      "The welder's qualifications on a date (ASME IX QW-322 continuity)",
+      'Each qualification of the welder (by qualifiedOn, then id) with its state on `on` (default: today in UTC), in this ' +
+        'order: not_yet_valid before qualifiedOn; expired after expiresOn; lapsed after continuityUntil; else valid. ' +
+        "Continuity: the uses are qualifiedOn, lastContinuityOn and the dates the welder's welds were welded with a WPS " +
+        "that shares a process with the qualification; it lapses at the first use followed by no use within the tenant's " +
+        'continuity months (6 by default, tenant_settings.continuity_months), plus those months (qualified 2026-01-10 ' +
+        'and not used since: valid on 2026-07-10, lapsed on 2026-07-11); uses after a lapse do not revive it (the ' +
+        'welder requalifies). `reasons` says why in sentences, and what it covers (process, diameters, thickness, ' +
+        "positions: stated, or derived from its test coupon or its PQR's test by the tenant's QW-452 range rules).",
+      'WelderQualificationStatus',
+      [idParam, ...queryParameters(QualificationStatusQuery)],
+    ),
+    '/welds/{id}/checks': read(
+      'What the code rules find wrong with a weld',
+      'ok is true when no check fails. DATA_MISSING: one per missing welder, WPS, date welded or wall thickness, ' +
+        'and for a size that is no standard NPS (its outside diameter is unknown: missing data is never a pass). ' +
+        'WPS_NOT_APPROVED: the WPS is a draft (superseded counts as approved). WPS_RANGE: the outside diameter (from ' +
+        'the NPS size, ASME B36.10) or the wall thickness is outside the WPS ranges. WELDER_NOT_QUALIFIED: no ' +
+        "qualification of the welder valid on the day it was welded covers the WPS's process, the outside diameter " +
+        'and the thickness (a qualification states its ranges, or the range rules of QW-452 derive them from its test ' +
+        "coupon, or its PQR's test); the detail says why each one does not. Sorted by code, then detail. Where the " +
+        "tenant refuses welds that fail them (tenant_settings.weld_checks = 'refuse'), a weld write that leaves " +
+        'WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED or WPS_RANGE is 422 /problems/weld-checks-failed.',
+      'WeldChecks',
+    ),
+    '/test-packages/{id}/readiness': read(
+      'Why a test package may not be released yet',
+      'ready is true when there is no reason. The welds judged are its welds and the welds of its ISOs, VOIDED ones ' +
+        'left out. NO_WELDS; WELD_NOT_ACCEPTED (weldId); EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer ' +
+        'selections than it requires for a method; POST /examination-selections/draw fills it); EXAMINATION_OPEN ' +
+        '(weldId: an open random selection of a package weld); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full ' +
+        'selection in a lot of a package weld, wherever that weld is); and each failing check of GET /welds/{id}/checks ' +
+        'of a package weld (weldId and isoId). Moving the package from open to released (PATCH /test-packages/{id}, ' +
+        'or GraphQL) while it has reasons is 409 /problems/package-not-ready with the first 100 reasons and ' +
+        '`reasonCount`; nothing else about the package is judged.',
+      'TestPackageReadiness',
+    ),
+  };
+}
+
 function buildDocument() {
   const schemas: Record<string, unknown> = {
     ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
     StatusChange: json(StatusChange, 'input'),
+    ExaminationSelection: json(ExaminationSelection),
+    ExaminationSelectionPage: json(ExaminationSelectionPage),
+    ExaminationDraw: json(DrawBody, 'input'),
+    ExaminationDrawResult: json(DrawResult),
+    IsoExamination: json(IsoExamination),
+    WelderQualificationStatus: json(WelderQualificationStatus),
+    WeldChecks: json(WeldChecks),
+    WeldCheck: json(WeldChecks.shape.checks.element),
+    TestPackageReadiness: json(TestPackageReadiness),
+    ReadinessReason: json(TestPackageReadiness.shape.reasons.element),
     WeldHistoryPage: json(WeldHistoryPage),
     ExaminationHistoryPage: json(ExaminationHistoryPage),
     LoginBody: json(LoginBody, 'input'),
@@ -300,6 +493,37 @@ function buildDocument() {
         },
       ],
     },
+    PackageNotReadyProblem: {
+      allOf: [
+        ref('Problem'),
+        {
+          type: 'object',
+          properties: {
+            reasons: {
+              type: 'array',
+              maxItems: 100,
+              items: ref('ReadinessReason'),
+              description: 'the first 100 reasons',
+            },
+            reasonCount: { type: 'integer', minimum: 1, description: 'how many there are in all' },
+          },
+          // Only this refusal carries reasons: the other 409s of the same operations do not.
+          if: { properties: { type: { const: '/problems/package-not-ready' } } },
+          then: { required: ['reasons', 'reasonCount'] },
+        },
+      ],
+    },
+    WeldChecksProblem: {
+      allOf: [
+        ref('Problem'),
+        {
+          type: 'object',
+          properties: { checks: { type: 'array', items: ref('WeldCheck') } },
+          if: { properties: { type: { const: '/problems/weld-checks-failed' } } },
+          then: { required: ['checks'] },
+        },
+      ],
+    },
     TransitionProblem: {
       allOf: [
         ref('Problem'),
@@ -327,7 +551,7 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: '0.3.0',
+      version: '0.4.0',
       description:
         'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
         'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
@@ -345,6 +569,12 @@ function buildDocument() {
         'NDT records and inspections are written by SQL functions that validate them and, for NDT, move ' +
         "the welds by their results under the tenant's transition rules (a refusal refuses the whole " +
         'record). Roles are enforced by the database; GraphQL offers the same writes and no more.\n\n' +
+        'Code rules (ASME B31.3 examination, ASME IX qualification) are computed by SQL from the ' +
+        "tenant's rules: POST /examination-selections/draw draws the random examination sample of a " +
+        'line or an ISO and rejections of selected welds select progressive tiers automatically; GET ' +
+        '/isos/{id}/examination, /welders/{id}/qualification-status, /welds/{id}/checks and ' +
+        '/test-packages/{id}/readiness say where things stand, and a test package that is not ready ' +
+        'cannot be released.\n\n' +
         'Errors are RFC 9457 problem details (see the Problem schema for every type). The bare paths are ' +
         'canonical; every data path is also served under /api with identical behaviour.',
     },
@@ -512,6 +742,7 @@ function buildDocument() {
           },
         ]),
       ),
+      ...codeRulePaths(),
       '/graphql': {
         ...rootOnly,
         post: {

@@ -1,6 +1,8 @@
 // Welder qualifications: what a welder may weld (a WPS, or a process), in which positions and
 // ranges, from when to when. `validOn` lists those in force on a date (qualified on or before it,
-// not expired); continuity lapses (ASME IX QW-322) are judged by the code rules, not this filter.
+// not expired); continuity lapses (ASME IX QW-322) are judged by the code rules, not this filter
+// (GET /welders/{id}/qualification-status, code-rules.ts). The test coupon's diameter and
+// thickness give the ranges the qualification covers when they are not stated.
 import { z } from 'zod';
 import { WELDING_POSITIONS } from '../db/vocabulary.ts';
 import { processType } from './pqrs.ts';
@@ -32,6 +34,24 @@ export const welderQualifications = defineResource({
     diameterMinIn: column.number('diameter_min_in', inches, { nullable: true, write: 'always' }),
     diameterMaxIn: column.number('diameter_max_in', inches, { nullable: true, write: 'always' }),
     thicknessMaxIn: column.number('thickness_max_in', inches, { nullable: true, write: 'always' }),
+    couponDiameterIn: column.number(
+      'coupon_diameter_in',
+      inches
+        .positive()
+        .describe(
+          "outside diameter of the WPQ test coupon, inches; with no diameterMinIn, the range rules (QW-452.3) give the smallest diameter it covers; null: the PQR's diameterTestedIn stands in",
+        ),
+      { nullable: true, write: 'always' },
+    ),
+    couponThicknessIn: column.number(
+      'coupon_thickness_in',
+      inches
+        .positive()
+        .describe(
+          "thickness of the WPQ test coupon, inches; with no thicknessMaxIn, the range rules (QW-452.1) give the thickest it covers; null: the PQR's thicknessTestedIn stands in",
+        ),
+      { nullable: true, write: 'always' },
+    ),
     qualifiedOn: column.date('qualified_on', { write: 'always', required: true }),
     expiresOn: column.date('expires_on', { nullable: true, write: 'always' }),
     lastContinuityOn: column.date('last_continuity_on', { nullable: true, write: 'always' }),

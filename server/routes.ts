@@ -3,6 +3,7 @@
 // server/main.ts (and the tests' in-process server) hand this list to createApp.
 import type pg from 'pg';
 import { authRoutes } from '../rest-adapter/auth.ts';
+import { codeRuleRoutes } from '../rest-adapter/code-rules.ts';
 import { historyRoutes } from '../rest-adapter/history.ts';
 import { openapiRoutes } from '../rest-adapter/openapi.ts';
 import { resourceRoutes } from '../rest-adapter/resource.ts';
@@ -32,6 +33,7 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
     ...DATA_PREFIXES.flatMap((prefix) => [
       ...weldLifecycleRoutes(deps.pool, prefix),
       ...historyRoutes(deps.pool, prefix),
+      ...codeRuleRoutes(deps.pool, prefix),
       ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool, prefix)),
     ]),
     ...graphqlRoutes(deps.graphql),

@@ -179,7 +179,7 @@ export function restNaming(pool: pg.Pool): Promise<ColumnNaming> {
   return naming;
 }
 
-/** DETAIL of WD002 / WD005 is JSON; anything else reads as an empty object. */
+/** DETAIL of WD002, WD005, WD006, WD007, WD009 and WD010 is JSON; anything else reads as {}. */
 function jsonDetail(e: DatabaseError): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(e.detail ?? '{}');
@@ -225,11 +225,18 @@ const concurrentChange = () =>
 /**
  * The service's own SQLSTATEs (raised by the SQL functions in migrations/) and the few standard
  * ones a request can cause, mapped once to HTTP (REST answers them; GraphQL reports the same
- * `type` as extensions.code). DETAIL of WD002 / WD005 is JSON.
+ * `type` as extensions.code, with the same extension members). DETAIL of WD002, WD005, WD006,
+ * WD007, WD009 and WD010 is JSON.
  */
 const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming) => HttpProblem> = {
-  // The message names the kind of row, e.g. "weld 7f0c... not found".
-  WD001: (e) => problems.notFound(`No such ${e.message.replace(/ \S+ not found$/, '')}.`),
+  // The message names the kind of row, e.g. "weld 7f0c... not found"; a line number may hold
+  // spaces ("line 3 in-P-12 not found"), and an ISO is spelled as the service spells it.
+  WD001: (e) => {
+    const noun = /^(iso|line) /.exec(e.message)?.[1];
+    return problems.notFound(
+      `No such ${noun === 'iso' ? 'ISO' : (noun ?? e.message.replace(/ \S+ not found$/, ''))}.`,
+    );
+  },
   WD002: (e) => {
     const { allowed } = jsonDetail(e);
     return new HttpProblem(409, {
@@ -285,6 +292,32 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
       title: 'Not in this state',
       detail: `${e.message}.`,
     }),
+  // a test package that is not ready cannot be released; DETAIL {"reasons": [the first 100, each
+  // {code, weldId?, isoId?, detail}], "reasonCount": n}
+  WD009: (e) => {
+    const { reasons, reasonCount } = jsonDetail(e);
+    const list = Array.isArray(reasons) ? reasons : [];
+    return new HttpProblem(409, {
+      type: '/problems/package-not-ready',
+      title: 'Test package not ready',
+      detail: `${e.message}.`,
+      extensions: {
+        reasons: list,
+        reasonCount: typeof reasonCount === 'number' ? reasonCount : list.length,
+      },
+    });
+  },
+  // the tenant refuses welds that fail the code checks (weld_checks = 'refuse'); DETAIL
+  // {"checks": [{code, detail}]}
+  WD010: (e) => {
+    const { checks } = jsonDetail(e);
+    return new HttpProblem(422, {
+      type: '/problems/weld-checks-failed',
+      title: 'Weld fails the code checks',
+      detail: `${e.message}.`,
+      extensions: { checks: Array.isArray(checks) ? checks : [] },
+    });
+  },
   // permission denied: the caller's role lacks the privilege
   '42501': () =>
     new HttpProblem(403, {

@@ -2,14 +2,22 @@
 // CHECK constraints that list values, and the request roles with their membership chain.
 import test from 'ava';
 import {
+  EXAMINATION_LOTS,
   EXAMINATION_RESULTS,
   FLUID_SERVICES,
   INSPECTION_KINDS,
   NDT_METHODS,
+  QUALIFICATION_RANGE_DIMENSIONS,
+  QUALIFICATION_STATES,
+  READINESS_CODES,
   REQUEST_ROLES,
+  SELECTION_STATES,
+  SELECTION_TIERS,
   TEST_MEDIA,
   TEST_PACKAGE_STATES,
   USER_ROLES,
+  WELD_CHECK_CODES,
+  WELD_CHECK_MODES,
   WELD_STATUSES,
   WELD_TYPES,
   WPS_STATES,
@@ -30,12 +38,15 @@ test('enums, checked value lists and request roles match the database', async (t
   t.deepEqual(await enumValues('weld_public.weld_status'), [...WELD_STATUSES]);
   t.deepEqual(await enumValues('weld_public.user_role'), [...USER_ROLES]);
 
-  /** The quoted values of the CHECK constraint on a column, in the order the SQL lists them. */
+  /**
+   * The quoted values of the CHECK constraint on a column (on that column alone: a CHECK relating
+   * it to other columns is not its list), in the order the SQL lists them.
+   */
   const checkedValues = async (table: string, column: string) => {
     const rows = await superuserQuery<{ def: string }>(
       rootUrl,
       `select pg_get_constraintdef(c.oid) as def from pg_constraint c
-         join pg_attribute a on a.attrelid = c.conrelid and a.attnum = any(c.conkey)
+         join pg_attribute a on a.attrelid = c.conrelid and c.conkey = array[a.attnum]
         where c.conrelid = $1::regclass and c.contype = 'c' and a.attname = $2`,
       [table, column],
     );
@@ -50,6 +61,27 @@ test('enums, checked value lists and request roles match the database', async (t
   t.deepEqual(await checkedValues('weld_public.inspections', 'kind'), [...INSPECTION_KINDS]);
   t.deepEqual(await checkedValues('weld_public.test_packages', 'test_medium'), [...TEST_MEDIA]);
   t.deepEqual(await checkedValues('weld_public.test_packages', 'state'), [...TEST_PACKAGE_STATES]);
+  // The code rules (migration 000009): selections, the tenant's settings, the range rules.
+  t.deepEqual(await checkedValues('weld_public.examination_selections', 'tier'), [
+    ...SELECTION_TIERS,
+  ]);
+  t.deepEqual(await checkedValues('weld_public.examination_selections', 'method'), [
+    ...NDT_METHODS,
+  ]);
+  t.deepEqual(await checkedValues('weld_public.examination_rules', 'method'), [...NDT_METHODS]);
+  t.deepEqual(await checkedValues('weld_public.examination_rules', 'fluid_service'), [
+    ...FLUID_SERVICES,
+  ]);
+  t.deepEqual(await checkedValues('weld_public.examination_rules', 'weld_types'), [...WELD_TYPES]);
+  t.deepEqual(await checkedValues('weld_public.tenant_settings', 'examination_lot'), [
+    ...EXAMINATION_LOTS,
+  ]);
+  t.deepEqual(await checkedValues('weld_public.tenant_settings', 'weld_checks'), [
+    ...WELD_CHECK_MODES,
+  ]);
+  t.deepEqual(await checkedValues('weld_public.qualification_range_rules', 'dimension'), [
+    ...QUALIFICATION_RANGE_DIMENSIONS,
+  ]);
 
   // Each request role exists, may not log in, and is a direct member of the one before it.
   const roles = await superuserQuery<{ name: string; login: boolean; parent: string | null }>(
@@ -65,5 +97,28 @@ test('enums, checked value lists and request roles match the database', async (t
     const role = roles.find((r) => r.name === name)!;
     t.false(role.login, name);
     t.is(role.parent, index === 0 ? null : REQUEST_ROLES[index - 1]!, name);
+  }
+});
+
+test('the values the code rules compute are spelled as their SQL functions spell them', async (t) => {
+  // No CHECK holds these (they are computed), so each value must at least occur, quoted, in the
+  // source of a function of the service's schemas: a value renamed on one side only fails here.
+  const { rootUrl } = await migratedDatabase(t);
+  const sources = (
+    await superuserQuery<{ src: string }>(
+      rootUrl,
+      `select p.prosrc as src from pg_proc p
+        where p.pronamespace::regnamespace::text like 'weld\\_%'`,
+    )
+  )
+    .map((r) => r.src)
+    .join('\n');
+  for (const [name, values] of Object.entries({
+    SELECTION_STATES,
+    QUALIFICATION_STATES,
+    WELD_CHECK_CODES,
+    READINESS_CODES,
+  })) {
+    for (const value of values) t.true(sources.includes(`'${value}'`), `${name}: '${value}'`);
   }
 });

@@ -50,8 +50,19 @@ test('served at /openapi.json and /api/openapi.json; bare paths canonical, /api 
     '/health/ready',
     '/graphql',
     '/.well-known/jwks.json',
+    '/examination-selections',
+    '/examination-selections/draw',
+    '/examination-selections/{id}',
+    '/isos/{id}/examination',
+    '/welders/{id}/qualification-status',
+    '/welds/{id}/checks',
+    '/test-packages/{id}/readiness',
   ]) {
     t.truthy(bare.json.paths[path], path);
+  }
+  // Every problem type the service answers is in the Problem schema's table (the README's too).
+  for (const type of ['/problems/package-not-ready', '/problems/weld-checks-failed']) {
+    t.true(bare.json.components.schemas.Problem.description.includes(`| ${type} |`), type);
   }
   t.deepEqual(
     bare.json.paths['/auth/login'].servers,

@@ -436,9 +436,13 @@ const CASES: ResourceCase[] = [
         { query: () => 'state=released', wants: 'b', matches: (i) => i.state === 'released' },
       ],
     },
-    // Packages are created open: release package 1.
-    beforeFilters: (w, base, _a, b) =>
-      expect200(w.a.engineer.patch(`${base}/${b.id}`, { state: 'released' })),
+    // Packages are created open: release package 1, as a DBA (the API releases only a package
+    // that is ready, which code-rules.test.ts covers).
+    beforeFilters: async (w, _base, _a, b) => {
+      await w.owner.query(`update weld_public.test_packages set state = 'released' where id = $1`, [
+        b.id,
+      ]);
+    },
     readOnly: { post: [], patch: [] },
     naturalKey: ['packageNumber'],
     references: [
@@ -800,12 +804,17 @@ test('test packages: once released, members cannot change and it cannot be delet
     );
   const pkg = await create(eng, '/test-packages', caseOf(testPackages).body(d, 0));
   t.is(await links(pkg.id), 2);
-  const released = await eng.patch(
+  // Not ready (its welds are not accepted), so the API refuses the release; a DBA releases it.
+  const refused = await eng.patch(
     `/test-packages/${pkg.id}`,
     { state: 'released' },
     { 'if-match': `"${pkg.version}"` },
   );
-  t.is(released.status, 200, released.text);
+  problem(t, refused, 409, '/problems/package-not-ready', 'release');
+  await w.owner.query(`update weld_public.test_packages set state = 'released' where id = $1`, [
+    pkg.id,
+  ]);
+  const released = await eng.get(`/test-packages/${pkg.id}`);
   t.is(released.json.state, 'released');
 
   for (const change of [

@@ -1,0 +1,501 @@
+// The code rules of migration 000009 over REST (issue F7). The rules themselves live in SQL (the
+// examination rules, the range rules, the tenant's settings and the functions that read them);
+// these routes run those functions as the caller and shape their answers:
+//
+//   POST /examination-selections/draw          draw the random examination sample of a line or
+//                                              an ISO for one method (inspector and above)
+//   GET  /examination-selections               the selections, keyset pages by (selectedAt, id)
+//   GET  /examination-selections/{id}          one selection
+//   GET  /isos/{id}/examination                what the ISO's lots require, per method
+//   GET  /welders/{id}/qualification-status    the welder's qualifications on a date (QW-322)
+//   GET  /welds/{id}/checks                    what is wrong with a weld (data, WPS, welder)
+//   GET  /test-packages/{id}/readiness         why a test package may not be released yet
+//
+// Progressive selections (tiers 1, 2 and full) are made by SQL inside POST /ndt-records when a
+// selected weld is rejected; they show up here. Releasing a package that is not ready (PATCH
+// /test-packages/{id} {"state": "released"}) and, where the tenant refuses them, welds failing
+// the checks are refused by SQL (WD009, WD010: server/http/problem.ts).
+//
+// Dates are YYYY-MM-DD text and numerics float8, as in resource.ts; each answer is built in one
+// statement, so a list and its verdict (readiness: `ready` is "no reasons") come from one snapshot.
+import { createHash, randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { z } from 'zod';
+import { prepared, withContext } from '../db/database.ts';
+import {
+  EXAMINATION_LOTS,
+  NDT_METHODS,
+  QUALIFICATION_STATES,
+  READINESS_CODES,
+  SELECTION_STATES,
+  SELECTION_TIERS,
+  TEST_PACKAGE_STATES,
+  WELD_CHECK_CODES,
+} from '../db/vocabulary.ts';
+import { problems, zodIssues } from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import { callerContext } from '../server/http/session.ts';
+import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
+import { cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
+import { calendarDate, pathId } from './resource.ts';
+
+/** The largest seed: the largest integer JSON numbers carry exactly (2^53 - 1). */
+export const MAX_SEED = Number.MAX_SAFE_INTEGER;
+
+//------------------------------------------------------------------------------------------------
+// Examination selections
+
+export const ExaminationSelection = z
+  .object({
+    id: z.uuid(),
+    weldId: z.uuid(),
+    isoId: z.uuid().describe("the weld's ISO"),
+    welderId: z.uuid().nullable().describe("the weld's welder; null: not known yet"),
+    lineNumber: z.string().describe("the line of the weld's ISO"),
+    method: z.enum(NDT_METHODS),
+    tier: z
+      .enum(SELECTION_TIERS)
+      .describe(
+        'random: the sample a draw took; 1: two more of the lot after a random one was rejected; 2: two more after a tier 1 was rejected; full: every remaining weld of the lot after a tier 2 was rejected',
+      ),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_SEED)
+      .describe("the draw's seed (progressive tiers: the seed of the selection that caused them)"),
+    reason: z.string().describe('why it was selected, in words'),
+    causeSelectionId: z
+      .uuid()
+      .nullable()
+      .describe('progressive tiers: the selection whose rejection caused this one'),
+    causeNdtRecordId: z
+      .uuid()
+      .nullable()
+      .describe('progressive tiers: the NDT record that rejected it'),
+    ndtRecordId: z
+      .uuid()
+      .nullable()
+      .describe(
+        'the NDT record of this method that covers the weld and so made the selection done (the earliest); null while open',
+      ),
+    state: z
+      .enum(SELECTION_STATES)
+      .describe('open until an NDT record of its method covers the weld, whatever its result'),
+    selectedBy: z.uuid().nullable().describe('the user who drew it, or whose NDT record caused it'),
+    selectedAt: z.iso.datetime(),
+  })
+  .describe(
+    'A weld selected for examination by one NDT method; a weld is selected once per method.',
+  );
+
+export const ExaminationSelectionPage = pageOf(ExaminationSelection);
+
+export const ExaminationSelectionQuery = z.strictObject({
+  limit: limitParam,
+  cursor: cursorParam.optional().describe('nextCursor of the previous page'),
+  state: z.enum(SELECTION_STATES).optional(),
+  method: z.enum(NDT_METHODS).optional(),
+  tier: z.enum(SELECTION_TIERS).optional(),
+  isoId: z.uuid().optional().describe("selections of this ISO's welds"),
+  welderId: z.uuid().optional().describe("selections of this welder's welds"),
+  weldId: z.uuid().optional(),
+  lineNumber: z.string().min(1).max(100).optional().describe('selections of welds on this line'),
+});
+
+export const DrawBody = z.strictObject({
+  method: z.enum(NDT_METHODS).describe('the NDT method the sample is for (RT, ...)'),
+  lineNumber: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe("draw for the lots of this line's welds (exactly one of lineNumber and isoId)"),
+  isoId: z
+    .uuid()
+    .optional()
+    .describe("draw for the lots of this ISO's welds (exactly one of lineNumber and isoId)"),
+  seed: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SEED)
+    .optional()
+    .describe(
+      'ranks the candidates (md5 of seed and weld id), so the same seed on the same welds selects the same welds; a random one when omitted',
+    ),
+});
+
+export const DrawResult = z.object({
+  method: z.enum(NDT_METHODS),
+  seed: z.number().int().min(0).max(MAX_SEED).describe('the seed used (given, or drawn)'),
+  selections: z
+    .array(ExaminationSelection)
+    .describe('the selections this draw made; empty when no lot was short'),
+});
+
+/** One selection as JSON, the selection being `s` (its weld `w`, the weld's ISO `i`). */
+const SELECTION_FROM = `
+  select s.id, s.weld_id as "weldId", w.iso_id as "isoId", w.welder_id as "welderId",
+         i.line_number as "lineNumber", s.method, s.tier, s.seed::float8 as seed, s.reason,
+         s.cause_selection_id as "causeSelectionId", s.cause_ndt_record_id as "causeNdtRecordId",
+         weld_public.examination_selections_ndt_record_id(s) as "ndtRecordId",
+         weld_public.examination_selections_state(s) as state,
+         s.selected_by as "selectedBy", s.selected_at as "selectedAt"
+    from weld_public.examination_selections s
+    join weld_public.welds w on w.tenant_id = s.tenant_id and w.id = s.weld_id
+    join weld_public.isos i on i.tenant_id = w.tenant_id and i.id = w.iso_id`;
+
+/** The list's filters, each SQL with one `?`. */
+const SELECTION_FILTERS = {
+  state: 'weld_public.examination_selections_state(s) = ?',
+  method: 's.method = ?',
+  tier: 's.tier = ?',
+  isoId: 'w.iso_id = ?::uuid',
+  welderId: 'w.welder_id = ?::uuid',
+  weldId: 's.weld_id = ?::uuid',
+  lineNumber: 'i.line_number = ?',
+} as const;
+
+/**
+ * A page of selections in (selected_at, id) order. The cursor is the last row's id: the page
+ * starts after that row's place, which the statement reads (an unknown id, or one the caller may
+ * not see, starts nowhere: an empty page).
+ */
+function selectionPage(query: z.infer<typeof ExaminationSelectionQuery>): pg.QueryConfig {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const add = (sql: string, value: unknown) => {
+    values.push(value);
+    where.push(sql.replace('?', `$${values.length}`));
+  };
+  for (const [name, sql] of Object.entries(SELECTION_FILTERS)) {
+    const value = query[name as keyof typeof SELECTION_FILTERS];
+    if (value !== undefined) add(sql, value);
+  }
+  if (query.cursor !== undefined) {
+    add(
+      `(s.selected_at, s.id) > (select c.selected_at, c.id
+                                  from weld_public.examination_selections c where c.id = ?::uuid)`,
+      query.cursor,
+    );
+  }
+  values.push(query.limit + 1);
+  const clause = where.length ? `where ${where.join(' and ')}` : '';
+  return prepared(
+    `${SELECTION_FROM} ${clause} order by s.selected_at, s.id limit $${values.length}`,
+    values,
+  );
+}
+
+/** A seed for a draw that gave none: uniform over 0 .. 2^53 - 1. */
+const randomSeed = () => Number(BigInt.asUintN(53, randomBytes(8).readBigUInt64BE()));
+
+/** Exactly one of lineNumber and isoId: 422 naming both fields otherwise. */
+function checkScope(body: z.infer<typeof DrawBody>): void {
+  const given = [body.lineNumber, body.isoId].filter((v) => v !== undefined).length;
+  if (given === 1) return;
+  const detail =
+    given === 0 ? 'lineNumber or isoId is required' : 'give lineNumber or isoId, not both';
+  throw problems.validation([
+    { pointer: '/lineNumber', detail },
+    { pointer: '/isoId', detail },
+  ]);
+}
+
+//------------------------------------------------------------------------------------------------
+// What the rules compute: an ISO's examination, a welder's qualifications, a weld's checks, a
+// test package's readiness
+
+export const IsoExamination = z.object({
+  isoId: z.uuid(),
+  lineNumber: z.string(),
+  lotDefinition: z
+    .enum(EXAMINATION_LOTS)
+    .describe(
+      "the tenant's lots: welder_line, one welder's welds on one line for one method (the default); welder_iso, on one ISO",
+    ),
+  methods: z.array(
+    z.object({
+      method: z.enum(NDT_METHODS),
+      requiredPercent: z
+        .number()
+        .min(0)
+        .max(100)
+        .describe(
+          "the ISO's percent: the greater of the tenant's rule for its fluid service and, for RT, its rtPercent",
+        ),
+      welds: z.number().int().describe('candidates in the lots this ISO touches'),
+      required: z
+        .number()
+        .int()
+        .describe(
+          'per lot ceil(percent x candidates / 100), at least 1 when it has candidates; summed',
+        ),
+      selected: z.number().int().describe('selections of any tier in those lots'),
+      examined: z
+        .number()
+        .int()
+        .describe('of those, done (an NDT record of the method covers the weld)'),
+      shortfall: z
+        .number()
+        .int()
+        .describe('per lot max(0, required - selected), summed: what a draw would add'),
+      progressiveOpen: z.number().int().describe('open selections of tiers 1, 2 and full'),
+      weldersNotCovered: z
+        .array(z.uuid())
+        .describe('welders whose lot requires a selection and has none'),
+    }),
+  ),
+});
+
+export const QualificationStatusQuery = z.strictObject({
+  on: calendarDate
+    .optional()
+    .describe("the date to judge on, YYYY-MM-DD (default: today's date in UTC)"),
+});
+
+export const WelderQualificationStatus = z.object({
+  welderId: z.uuid(),
+  on: calendarDate.describe('the date judged on'),
+  qualifications: z.array(
+    z.object({
+      qualificationId: z.uuid(),
+      process: z.string().nullable(),
+      wpsId: z.uuid().nullable(),
+      state: z
+        .enum(QUALIFICATION_STATES)
+        .describe(
+          'in this order: not_yet_valid before qualifiedOn; expired after expiresOn; lapsed after continuityUntil; else valid',
+        ),
+      qualifiedOn: calendarDate,
+      expiresOn: calendarDate.nullable(),
+      lastUsedOn: calendarDate
+        .nullable()
+        .describe(
+          'the last use on or before the date: a weld welded with a WPS sharing its process, or lastContinuityOn; null: none since qualifiedOn',
+        ),
+      continuityUntil: calendarDate
+        .nullable()
+        .describe(
+          "QW-322: the first use followed by no use within the tenant's continuity months (6 by default), plus those months",
+        ),
+      reasons: z.array(z.string()).describe('why it is in this state, in sentences (at least one)'),
+    }),
+  ),
+});
+
+export const WeldChecks = z.object({
+  weldId: z.uuid(),
+  ok: z.boolean().describe('no checks fail'),
+  checks: z.array(
+    z.object({
+      code: z
+        .enum(WELD_CHECK_CODES)
+        .describe(
+          'DATA_MISSING: welder, WPS, date welded or wall thickness missing, or a size that is no standard NPS (one each); WPS_NOT_APPROVED: its WPS is a draft; WPS_RANGE: its outside diameter or thickness is outside the WPS; WELDER_NOT_QUALIFIED: no qualification of the welder valid on the day it was welded covers its process, diameter and thickness',
+        ),
+      detail: z.string().describe('what exactly, in words'),
+    }),
+  ),
+});
+
+export const ReadinessReason = z.object({
+  code: z
+    .enum(READINESS_CODES)
+    .describe(
+      "NO_WELDS; WELD_NOT_ACCEPTED; EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer selections than required); EXAMINATION_OPEN (weldId: an open random selection); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of the package's welds); and each failing weld check of a package weld",
+    ),
+  weldId: z.uuid().optional(),
+  isoId: z.uuid().optional(),
+  detail: z.string(),
+});
+
+export const TestPackageReadiness = z.object({
+  testPackageId: z.uuid(),
+  state: z.enum(TEST_PACKAGE_STATES),
+  ready: z.boolean().describe('no reasons: it may be released'),
+  reasons: z.array(ReadinessReason),
+});
+
+/**
+ * One read of the rules: `sql` finds the row by its id ($1, further values from the query
+ * parameters) as `r` and builds the answer from it as JSON; no row (none of the caller's tenant)
+ * is 404.
+ */
+interface Computed {
+  path: string;
+  noun: string;
+  query?: z.ZodObject;
+  /** The statement's values after the id, from the parsed query. */
+  values?: (query: Record<string, unknown>) => unknown[];
+  sql: string;
+}
+
+const COMPUTED: Computed[] = [
+  {
+    path: 'isos/:id/examination',
+    noun: 'ISO',
+    sql: `
+      select json_build_object(
+        'isoId', r.id, 'lineNumber', r.line_number,
+        'lotDefinition', (select s.examination_lot from weld_public.tenant_settings s),
+        'methods', coalesce((
+          select json_agg(json_build_object(
+                   'method', e.method, 'requiredPercent', e.required_percent::float8,
+                   'welds', e.welds, 'required', e.required, 'selected', e.selected,
+                   'examined', e.examined, 'shortfall', e.shortfall,
+                   'progressiveOpen', e.progressive_open,
+                   'weldersNotCovered', coalesce(e.welders_not_covered, '{}'))
+                 order by e.ordinality)
+            from weld_public.isos_examination(r) with ordinality e), '[]'::json)) as answer
+        from weld_public.isos r where r.id = $1`,
+  },
+  {
+    path: 'welders/:id/qualification-status',
+    noun: 'welder',
+    query: QualificationStatusQuery,
+    // Today in UTC, said explicitly, so the answer does not depend on the session's time zone.
+    values: (q) => [q.on ?? new Date().toISOString().slice(0, 10)],
+    sql: `
+      select json_build_object(
+        'welderId', r.id, 'on', $2::date::text,
+        'qualifications', coalesce((
+          select json_agg(json_build_object(
+                   'qualificationId', q.qualification_id, 'process', q.process,
+                   'wpsId', q.wps_id, 'state', q.state,
+                   'qualifiedOn', q.qualified_on::text, 'expiresOn', q.expires_on::text,
+                   'lastUsedOn', q.last_used_on::text,
+                   'continuityUntil', q.continuity_until::text,
+                   'reasons', coalesce(q.reasons, '{}'))
+                 order by q.ordinality)
+            from weld_public.welders_qualification_status(r, $2::date) with ordinality q),
+          '[]'::json)) as answer
+        from weld_public.welders r where r.id = $1`,
+  },
+  {
+    path: 'welds/:id/checks',
+    noun: 'weld',
+    // The checks are computed once; `ok` is whether there are none.
+    sql: `
+      select json_build_object('weldId', r.id, 'ok', c.list is null,
+                               'checks', coalesce(c.list, '[]'::json)) as answer
+        from weld_public.welds r
+        cross join lateral (
+          select json_agg(json_build_object('code', x.code, 'detail', x.detail)
+                          order by x.ordinality) as list
+            from weld_public.welds_checks(r) with ordinality x) c
+       where r.id = $1`,
+  },
+  {
+    path: 'test-packages/:id/readiness',
+    noun: 'test package',
+    // The reasons are computed once; `ready` is whether there are none. Ids a reason does not
+    // name are left out, as in the 409 of a refused release.
+    sql: `
+      select json_build_object('testPackageId', r.id, 'state', r.state, 'ready', x.list is null,
+                               'reasons', coalesce(x.list, '[]'::json)) as answer
+        from weld_public.test_packages r
+        cross join lateral (
+          select json_agg(json_strip_nulls(json_build_object(
+                   'code', x.code, 'weldId', x.weld_id, 'isoId', x.iso_id,
+                   'detail', coalesce(x.detail, '')))
+                 order by x.ordinality) as list
+            from weld_public.test_packages_readiness_reasons(r) with ordinality x) x
+       where r.id = $1`,
+  },
+];
+
+//------------------------------------------------------------------------------------------------
+// Routes
+
+export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
+  return [
+    {
+      // Before /examination-selections/:id, which would take "draw" for an id.
+      method: 'POST',
+      path: `${prefix}/examination-selections/draw`,
+      body: true,
+      handler: async (req, res) => {
+        const key = idempotencyKeyOf(req);
+        const body = DrawBody.parse(req.body ?? {});
+        checkScope(body);
+        const requestHash = createHash('sha256')
+          .update(`POST /examination-selections/draw\n${JSON.stringify(body)}`)
+          .digest('base64url');
+        const seed = body.seed ?? randomSeed();
+        const answer = await withContext(pool, callerContext(req), async (db) => {
+          if (key !== undefined) {
+            const earlier = await claimIdempotencyKey(db, key, requestHash);
+            if (earlier) return earlier;
+          }
+          const drawn = await db.query<{ id: string }>(
+            prepared(
+              'select d.id from weld_public.draw_examination_selection($1, $2, $3::uuid, $4) d',
+              [body.method, body.lineNumber ?? null, body.isoId ?? null, seed],
+            ),
+          );
+          const { rows } = await db.query(
+            prepared(
+              `${SELECTION_FROM} where s.id = any($1::uuid[]) order by s.selected_at, s.id`,
+              [drawn.rows.map((r) => r.id)],
+            ),
+          );
+          const drew = {
+            status: 200,
+            body: { method: body.method, seed, selections: rows },
+            headers: {},
+            replayed: false,
+          };
+          if (key !== undefined) await storeIdempotentAnswer(db, key, drew);
+          return drew;
+        });
+        if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+        res.setHeader('Cache-Control', 'private, no-cache');
+        res.status(answer.status).json(answer.body);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/examination-selections`,
+      handler: async (req, res) => {
+        const parsed = ExaminationSelectionQuery.safeParse(req.query);
+        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query<{ id: string }>(selectionPage(parsed.data)),
+        );
+        sendPage(req, res, rows, parsed.data.limit);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/examination-selections/:id`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'examination selection');
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query(prepared(`${SELECTION_FROM} where s.id = $1`, [id])),
+        );
+        if (!rows[0]) throw problems.notFound('No such examination selection.');
+        res.setHeader('Cache-Control', 'private, no-cache');
+        res.json(rows[0]);
+      },
+    },
+    ...COMPUTED.map((computed): Route => ({
+      method: 'GET',
+      path: `${prefix}/${computed.path}`,
+      handler: async (req, res) => {
+        const id = pathId(req, computed.noun);
+        const query = computed.query ?? z.strictObject({});
+        const parsed = query.safeParse(req.query);
+        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const values = [id, ...(computed.values?.(parsed.data) ?? [])];
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query<{ answer: unknown }>(prepared(computed.sql, values)),
+        );
+        if (!rows[0]) throw problems.notFound(`No such ${computed.noun}.`);
+        res.setHeader('Cache-Control', 'private, no-cache');
+        res.json(rows[0].answer);
+      },
+    })),
+  ];
+}
