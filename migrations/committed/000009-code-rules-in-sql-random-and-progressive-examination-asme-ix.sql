@@ -1,5 +1,5 @@
 --! Previous: sha1:fee1ae38eec301760958ffa16cbc4881113ba0b7
---! Hash: sha1:348a485bb5925b32756899776787adb4f4bac68b
+--! Hash: sha1:c472d37ab24b7a4e7b7c2a518e372d3fd22cd748
 --! Message: Code rules in SQL: random and progressive examination, ASME IX welder checks, test package readiness
 
 -- Code rules in SQL (issue F7): what must be examined, who was qualified to weld, and whether a
@@ -176,7 +176,6 @@ grant insert (coupon_diameter_in, coupon_thickness_in), update (coupon_diameter_
 -- below, the table; null for a size that is no standard NPS (its OD is unknown, never guessed).
 create or replace function weld_private.outside_diameter(nps numeric) returns numeric
   language sql immutable parallel safe
-  set search_path = pg_catalog, pg_temp
 as $$
   select case when nps >= 14 then nps else (
     select t.od from (values
@@ -188,9 +187,11 @@ as $$
 $$;
 
 -- Inches as people write them: 2.875, 0.5, 14 (no trailing zeros).
+-- These two have no SET clause so that PostgreSQL inlines them into the queries that call them
+-- (thousands of rows at a time); they call only pg_catalog functions, and their callers pin
+-- search_path.
 create or replace function weld_private.inches(value numeric) returns text
   language sql immutable parallel safe
-  set search_path = pg_catalog, pg_temp
 as $$
   select trim_scale(value)::text || ' in.'
 $$;
@@ -256,29 +257,53 @@ as $$
       left join weld_public.wps qw on qw.tenant_id = q.tenant_id and qw.id = q.wps_id
       left join weld_public.pqrs p on p.tenant_id = q.tenant_id and p.id = q.pqr_id
      where q.tenant_id = weld_hidden.current_tenant_id() and q.welder_id = any(welder_ids)
+  ), days as (
+    -- The days each welder welded with each WPS, once each: the welds on record (an index-only
+    -- scan of welds_welder_wps_day_idx, in this order), the pending ones left out.
+    select distinct w.welder_id, w.wps_id, w.welded_on as day
+      from weld_public.welds w
+     where w.tenant_id = weld_hidden.current_tenant_id() and w.welder_id = any(welder_ids)
+       and w.wps_id is not null and w.welded_on is not null
+       and not w.id = any(array(select p.id from unnest(pending) p))
+  ), islands as (
+    -- Runs of those days without a gap longer than the continuity period, per welder and WPS:
+    -- a welder's thousand welds become a few intervals.
+    select r.welder_id, r.wps_id, min(r.day) as start_on, max(r.day) as end_on
+      from (select g.*, count(*) filter (where g.day > (g.previous + make_interval(months => s.months))::date)
+                          over (partition by g.welder_id, g.wps_id order by g.day) as run
+              from (select d.*, lag(d.day) over (partition by d.welder_id, d.wps_id order by d.day) as previous
+                      from days d) g
+              cross join settings s) r
+     group by r.welder_id, r.wps_id, r.run
+     union all
+    -- The pending welds, each a day of its own.
+    select p.welder_id, p.wps_id, p.welded_on, p.welded_on
+      from unnest(pending) p
+     where p.welder_id = any(welder_ids) and p.wps_id is not null and p.welded_on is not null
   ), uses as (
-    select q.id, q.qualified_on as used_on from q
-    union
-    select q.id, q.last_continuity_on from q where q.last_continuity_on is not null
-    union
-    select q.id, w.welded_on
+    -- A qualification's uses, as intervals: the day it was qualified, last_continuity_on, and the
+    -- runs of its welder's welds under a WPS with a process it covers, from the day it was
+    -- qualified.
+    select q.id, q.qualified_on as start_on, q.qualified_on as end_on from q
+    union all
+    select q.id, q.last_continuity_on, q.last_continuity_on from q where q.last_continuity_on is not null
+    union all
+    select q.id, greatest(i.start_on, q.qualified_on), i.end_on
       from q
-      join (select w.tenant_id, w.welder_id, w.wps_id, w.welded_on
-              from weld_public.welds w
-             where cardinality(pending) = 0
-                or w.id not in (select p.id from unnest(pending) p)
-            union all
-            select p.tenant_id, p.welder_id, p.wps_id, p.welded_on from unnest(pending) p) w
-        on w.tenant_id = q.tenant_id and w.welder_id = q.welder_id and w.welded_on >= q.qualified_on
-      join weld_public.wps ww on ww.tenant_id = w.tenant_id and ww.id = w.wps_id
+      join islands i on i.welder_id = q.welder_id and i.end_on >= q.qualified_on
+      join weld_public.wps ww on ww.tenant_id = q.tenant_id and ww.id = i.wps_id
      where string_to_array(ww.process, '+') && q.procs
   ), chained as (
-    select u.id, u.used_on, lead(u.used_on) over (partition by u.id order by u.used_on) as next_use
+    -- In order of start, how far the uses so far reach, and where the next one starts.
+    select u.id,
+           max(u.end_on) over (partition by u.id order by u.start_on, u.end_on rows unbounded preceding) as reach,
+           lead(u.start_on) over (partition by u.id order by u.start_on, u.end_on) as next_start
       from uses u
   ), breaks as (
-    select c.id, min(c.used_on) as lapse_after
+    -- The first gap longer than the continuity period (reach only grows, so the least reach).
+    select c.id, min(c.reach) as lapse_after
       from chained c, settings s
-     where c.next_use is null or c.next_use > (c.used_on + make_interval(months => s.months))::date
+     where c.next_start is null or c.next_start > (c.reach + make_interval(months => s.months))::date
      group by c.id
   )
   select q.id, q.welder_id, q.covered, q.procs, q.wps_id, q.label, q.qualified_on, q.expires_on,
@@ -451,23 +476,32 @@ as $$
       from wp
       join facts f on f.welder_id = wp.welder_id
      where wp.welded_on is not null and wp.wps_id is not null
-  ), verdicts as (
-    -- Per weld: whether one qualification covers it, else why none does.
-    select j.weld_id, bool_or(cardinality(j.failures) = 0) as qualified,
-           string_agg(j.label || ' ' || array_to_string(j.failures, '; '), '. ' order by j.label) as why
+  ), unqualified as (
+    -- The welds judged (welder, WPS and date known) that no qualification covers.
+    select wp.id
+      from wp
+      left join (select j.weld_id, bool_or(cardinality(j.failures) = 0) as covered
+                   from judged j group by j.weld_id) v on v.weld_id = wp.id
+     where wp.welder_id is not null and wp.wps_id is not null and wp.welded_on is not null
+       and not coalesce(v.covered, false)
+  ), why as (
+    -- Why none does, in words; built for those welds only.
+    select j.weld_id, string_agg(j.label || ' ' || array_to_string(j.failures, '; '), '. ' order by j.label) as why
       from judged j
+      join unqualified u on u.id = j.weld_id
      group by j.weld_id
   )
+  -- (Each sentence below is built only where its case holds: CASE evaluates lazily.)
   select wp.id, 'DATA_MISSING', m.detail
     from wp
-    cross join lateral (values
-      (wp.welder_id is null, 'no welder is recorded'),
-      (wp.wps_id is null, 'no WPS is recorded'),
-      (wp.welded_on is null, 'no date welded is recorded'),
-      (wp.wall_thickness is null, 'no wall thickness is recorded'),
-      (wp.od is null, 'size ' || trim_scale(wp.size) || ' is no standard NPS: its outside diameter is unknown')
-    ) as m (missing, detail)
-   where m.missing
+    cross join lateral unnest(array_remove(array[
+      case when wp.welder_id is null then 'no welder is recorded' end,
+      case when wp.wps_id is null then 'no WPS is recorded' end,
+      case when wp.welded_on is null then 'no date welded is recorded' end,
+      case when wp.wall_thickness is null then 'no wall thickness is recorded' end,
+      case when wp.od is null
+           then 'size ' || trim_scale(wp.size) || ' is no standard NPS: its outside diameter is unknown' end
+    ], null)) as m (detail)
   union all
   select wp.id, 'WPS_NOT_APPROVED',
          format('WPS %s rev %s is a %s, not approved', wp.wps_number, wp.wps_revision, wp.wps_state)
@@ -476,26 +510,25 @@ as $$
   union all
   select wp.id, 'WPS_RANGE', r.detail
     from wp
-    cross join lateral (values
-      (wp.od < wp.wps_d_min or wp.od > wp.wps_d_max,
-       format('OD %s (NPS %s) is outside WPS %s''s diameters, %s to %s', weld_private.inches(wp.od),
-              trim_scale(wp.size), wp.wps_number, weld_private.inches(wp.wps_d_min),
-              coalesce(weld_private.inches(wp.wps_d_max), 'any'))),
-      (wp.wall_thickness < wp.wps_t_min or wp.wall_thickness > wp.wps_t_max,
-       format('wall thickness %s is outside WPS %s''s thicknesses, %s to %s',
-              weld_private.inches(wp.wall_thickness), wp.wps_number, weld_private.inches(wp.wps_t_min),
-              coalesce(weld_private.inches(wp.wps_t_max), 'any')))
-    ) as r (outside, detail)
-   where wp.wps_id is not null and r.outside
+    cross join lateral unnest(array_remove(array[
+      case when wp.od < wp.wps_d_min or wp.od > wp.wps_d_max
+           then format('OD %s (NPS %s) is outside WPS %s''s diameters, %s to %s', weld_private.inches(wp.od),
+                       trim_scale(wp.size), wp.wps_number, weld_private.inches(wp.wps_d_min),
+                       coalesce(weld_private.inches(wp.wps_d_max), 'any')) end,
+      case when wp.wall_thickness < wp.wps_t_min or wp.wall_thickness > wp.wps_t_max
+           then format('wall thickness %s is outside WPS %s''s thicknesses, %s to %s',
+                       weld_private.inches(wp.wall_thickness), wp.wps_number,
+                       weld_private.inches(wp.wps_t_min), coalesce(weld_private.inches(wp.wps_t_max), 'any')) end
+    ], null)) as r (detail)
+   where wp.wps_id is not null
   union all
   select wp.id, 'WELDER_NOT_QUALIFIED',
          format('welder %s holds no qualification for %s that covers this weld on %s: %s',
-                coalesce(wr.stamp, '?'), wp.wps_process, wp.welded_on, coalesce(v.why, 'none is recorded'))
-    from wp
-    left join verdicts v on v.weld_id = wp.id
+                coalesce(wr.stamp, '?'), wp.wps_process, wp.welded_on, coalesce(y.why, 'none is recorded'))
+    from unqualified u
+    join wp on wp.id = u.id
+    left join why y on y.weld_id = u.id
     left join weld_public.welders wr on wr.tenant_id = wp.tenant_id and wr.id = wp.welder_id
-   where wp.welder_id is not null and wp.wps_id is not null and wp.welded_on is not null
-     and not coalesce(v.qualified, false)
 $$;
 
 create or replace function weld_public.welds_checks(weld weld_public.welds)
@@ -982,6 +1015,12 @@ as $$
       from weld_private.lot_candidates(array(select distinct l.method from lots l),
                                        array(select distinct pw.line_number from pw)) c
       join lots l on l.method = c.method and l.lot = c.lot
+  ), lot_isos as (
+    -- Each lot's first ISO (by number) among the package's, to name in a shortfall.
+    select distinct on (c.method, c.lot) c.method, c.lot, pw.iso_id
+      from lot_welds c
+      join pw on pw.id = c.weld_id
+     order by c.method, c.lot, pw.iso_number
   ), reasons as (
     select 1 as rank, 'NO_WELDS' as code, null::uuid as weld_id, null::uuid as iso_id,
            'the package has no welds that are not VOIDED' as detail, '' as iso_number, '' as weld_number
@@ -991,13 +1030,13 @@ as $$
            format('weld %s on ISO %s is %s', pw.weld_number, pw.iso_number, pw.status), pw.iso_number, pw.weld_number
       from pw where pw.status <> 'ACCEPTED'
     union all
-    select 3, 'EXAMINATION_SHORTFALL', null,
-           (select pw.iso_id from pw join lot_welds c on c.weld_id = pw.id and c.method = l.method and c.lot = l.lot
-             order by pw.iso_number limit 1),
+    select 3, 'EXAMINATION_SHORTFALL', null, li.iso_id,
            format('%s: the lot of %s needs %s of its %s candidate welds selected (%s%%) and has %s; draw a selection',
                   l.method, l.lot_name, l.required, l.welds, trim_scale(l.percent), l.selected),
            '', l.lot
-      from lots l where l.selected < l.required
+      from lots l
+      left join lot_isos li on li.method = l.method and li.lot = l.lot
+     where l.selected < l.required
     union all
     select 4, 'EXAMINATION_OPEN', pw.id, pw.iso_id,
            format('%s selection of weld %s on ISO %s (random, seed %s) is not yet examined',
@@ -1089,8 +1128,12 @@ drop trigger if exists _200_release_when_ready on weld_public.test_packages;
 create trigger _200_release_when_ready before update of state on weld_public.test_packages
   for each row execute function weld_private.tg_test_packages__release_when_ready();
 
--- Continuity reads a welder's welds by date (QW-322); this index replaces the one by welder alone.
-create index if not exists welds_welder_welded_on_idx on weld_public.welds (tenant_id, welder_id, welded_on);
+-- Continuity (QW-322) reads the days each welder welded with each WPS: an index-only scan of this
+-- index, in its order (id included, to leave out the welds being written). It also serves the
+-- welder's foreign key, so it replaces the one by welder.
+drop index if exists weld_public.welds_welder_welded_on_idx;
+drop index if exists weld_public.welds_welder_wps_day_idx;
+create index welds_welder_wps_day_idx on weld_public.welds (tenant_id, welder_id, wps_id, welded_on) include (id);
 drop index if exists weld_public.welds_welder_idx;
 
 --------------------------------------------------------------------------------------------------
