@@ -3,7 +3,7 @@
 // stainless), and a test package; each line drawn on one to four ISO sheets. Each sheet has its
 // welds (welds.ts), the one to three welders who make them, and a visual inspection of the
 // welds that were made.
-import type { WpsByMaterial } from './procedures.ts';
+import type { Welder, WpsByMaterial } from './procedures.ts';
 import { date, instant, type Random } from './random.ts';
 import type { SeedTables } from './tables.ts';
 import { addWeld, RtReports, type Sheet } from './welds.ts';
@@ -24,7 +24,7 @@ interface Project {
   isos: number;
   weldsPerIso: number;
   wps: WpsByMaterial;
-  welders: string[];
+  welders: Welder[];
 }
 
 /** What a line's sheets share. */
@@ -48,13 +48,19 @@ interface Line {
  */
 export function* addLines(rng: Random, tables: SeedTables, project: Project): Generator<void> {
   const rt = new RtReports();
+  // Stainless lines go to welders qualified for stainless (when the project has any).
+  const stainless = project.welders.filter((w) => w.wps.stainless.length > 0);
+  const crews = {
+    carbon: project.welders,
+    stainless: stainless.length ? stainless : project.welders,
+  };
   let isos = 0;
   let lineNo = 1000;
   while (isos < project.isos) {
     lineNo += rng.int(1, 7);
     const line = addLine(rng, tables, lineNo, project.isos - isos);
     for (let sheetNo = 1; sheetNo <= line.sheets; sheetNo++, isos++) {
-      addSheet(rng, tables, rt, project, line, sheetNo);
+      addSheet(rng, tables, rt, project, crews, line, sheetNo);
       yield;
     }
   }
@@ -111,6 +117,7 @@ function addSheet(
   tables: SeedTables,
   rt: RtReports,
   project: Project,
+  crews: { carbon: Welder[]; stainless: Welder[] },
   line: Line,
   sheetNo: number,
 ): void {
@@ -136,7 +143,9 @@ function addSheet(
     lineSize: line.size,
     carbon: line.carbon,
     rtPercent: line.rtPercent,
-    welders: Array.from({ length: rng.int(1, 3) }, () => rng.pick(project.welders)),
+    welders: Array.from({ length: rng.int(1, 3) }, () =>
+      rng.pick(line.carbon ? crews.carbon : crews.stainless),
+    ),
     wps: line.carbon ? project.wps.carbon : project.wps.stainless,
   };
   const visualId = rng.id();

@@ -1,7 +1,25 @@
 // Procedures and people, written before any weld: one PQR per process family, each backing an
 // approved WPS for carbon steel or for stainless; and welders with stamps, each qualified to a
-// carbon steel WPS and some also to a stainless one, a few lapsed (no continuity for over six
-// months). Welds pick their WPS and welder from what is made here.
+// carbon steel WPS and some also to a stainless one. Welds pick their welder from what is made
+// here, and their WPS from the welder's (welds.ts).
+//
+// The qualifications are such that the code checks of migration 000009 find most welds in
+// order, with the exceptions a QC engineer meets on a real project. Each WPS a welder is
+// qualified to comes with the welder's 6G test coupons (ASME IX QW-452, outside diameter x wall,
+// ASME B36.10), from which the tenant's rules derive the ranges; no range is written:
+//
+// - a large-bore coupon: NPS 2 1/2 XXS (2.875 x 0.552: OD 2.875 in. and up, up to 1.104 in.),
+//   NPS 6 sch 80 (6.625 x 0.432: up to 0.864 in.) or NPS 6 XXS (6.625 x 0.864: up to 1.728 in.).
+//   Only NPS 24 sch 80 (1.218 in.) is out of the thinner two's reach: a few thick welds;
+// - nearly every welder also a small-bore one, NPS 1/2 sch 160 (0.840 x 0.188: OD 0.840 in. and up, up
+//   to 0.376 in.), which covers every socket, fillet and small branch weld; the others' small-bore
+//   welds are outside their range.
+//
+// Continuity (QW-322: lapsed after six months without a use of the process): most welders tested
+// in the five months before the project, with their last use on a previous job on record, and
+// stay in force through their welds. A few were tested long ago with no use since (lapsed before
+// their first weld), and a few only tested after they had started (their first welds came before
+// the test).
 import { date, instant, type Random } from './random.ts';
 import type { SeedTables } from './tables.ts';
 
@@ -38,7 +56,7 @@ export function addProcedures(rng: Random, tables: SeedTables): WpsByMaterial {
   PROCEDURES.forEach(([process, pNumbers, carbon], i) => {
     const pqrId = rng.id();
     const wpsId = rng.id();
-    const thickness = rng.pick([0.375, 0.5, 0.75]);
+    const thickness = rng.pick([0.5, 0.75, 1]);
     tables.pqrs.push({
       id: pqrId,
       pqr_number: `PQR-${101 + i}`,
@@ -66,18 +84,37 @@ export function addProcedures(rng: Random, tables: SeedTables): WpsByMaterial {
   return wps;
 }
 
-/** A welder per 250 welds (5 to 500), with their qualifications; returns the welders' ids. */
+/** A welder, and the approved WPSs they are qualified to (the WPSs their welds follow). */
+export interface Welder {
+  id: string;
+  wps: WpsByMaterial;
+}
+
+/** A 6G test coupon: outside diameter and wall (in.). */
+interface Coupon {
+  od: number;
+  wall: number;
+}
+
+/** Large-bore coupons, each with the share of welders tested on it. */
+const LARGE_BORE: ReadonlyArray<readonly [Coupon, number]> = [
+  [{ od: 2.875, wall: 0.552 }, 5], // NPS 2 1/2 XXS
+  [{ od: 6.625, wall: 0.432 }, 3], // NPS 6 sch 80
+  [{ od: 6.625, wall: 0.864 }, 2], // NPS 6 XXS
+];
+const SMALL_BORE: Coupon = { od: 0.84, wall: 0.188 }; // NPS 1/2 sch 160
+
+/** A welder per 250 welds (5 to 500), with their qualifications. */
 export function addWelders(
   rng: Random,
   tables: SeedTables,
   wps: WpsByMaterial,
   totalWelds: number,
-): string[] {
+): Welder[] {
   const count = Math.min(500, Math.max(5, Math.round(totalWelds / 250)));
-  const welders: string[] = [];
+  const welders: Welder[] = [];
   for (let i = 0; i < count; i++) {
     const id = rng.id();
-    welders.push(id);
     tables.welders.push({
       id,
       stamp: `W${String(i + 1).padStart(3, '0')}`,
@@ -85,25 +122,47 @@ export function addWelders(
       active: rng.chance(0.95),
       ...SET_UP,
     });
-    const qualifiedDay = -rng.int(30, 400);
-    for (const wpsId of [
-      rng.pick(wps.carbon),
-      ...(rng.chance(0.3) ? [rng.pick(wps.stainless)] : []),
-    ]) {
-      tables.quals.push({
-        id: rng.id(),
-        welder_id: id,
-        wps_id: wpsId,
-        process: null,
-        positions: rng.chance(0.8) ? ['6G'] : ['1G', '2G'],
-        diameter_min_in: rng.pick([1, 2.875]),
-        thickness_max_in: 1.5,
-        qualified_on: date(qualifiedDay),
-        expires_on: date(qualifiedDay + 730),
-        last_continuity_on: date(rng.chance(0.05) ? qualifiedDay : rng.int(0, 120)),
-        ...SET_UP,
-      });
+    // When the welder was tested, and the last use of the process on record before the project.
+    const standing = rng.weighted([
+      ['current', 95],
+      ['lapsed', 2],
+      ['late', 3],
+    ]);
+    const qualifiedDay =
+      standing === 'current'
+        ? -rng.int(7, 150)
+        : standing === 'lapsed'
+          ? -rng.int(250, 400)
+          : rng.int(15, 45);
+    const continuityDay = standing === 'current' ? rng.int(Math.max(qualifiedDay, -60), 0) : null;
+    const qualified: WpsByMaterial = {
+      carbon: [rng.pick(wps.carbon)],
+      stainless: rng.chance(0.3) ? [rng.pick(wps.stainless)] : [],
+    };
+    const coupons = [rng.weighted(LARGE_BORE), ...(rng.chance(0.95) ? [SMALL_BORE] : [])];
+    const positions = rng.chance(0.8) ? ['6G'] : ['2G', '5G'];
+    for (const wpsId of [...qualified.carbon, ...qualified.stainless]) {
+      for (const coupon of coupons) {
+        tables.quals.push({
+          id: rng.id(),
+          welder_id: id,
+          wps_id: wpsId,
+          process: null,
+          positions,
+          coupon_diameter_in: coupon.od,
+          coupon_thickness_in: coupon.wall,
+          diameter_min_in: null,
+          thickness_max_in: null,
+          qualified_on: date(qualifiedDay),
+          expires_on: date(qualifiedDay + 730),
+          last_continuity_on: continuityDay === null ? null : date(continuityDay),
+          ...(standing === 'late'
+            ? { created_at: instant(qualifiedDay, 960), updated_at: instant(qualifiedDay, 960) }
+            : SET_UP),
+        });
+      }
     }
+    welders.push({ id, wps: qualified });
   }
   return welders;
 }

@@ -109,6 +109,8 @@ export function seedTables() {
       wps_id: 'uuid',
       process: 'text',
       positions: 'jsonarray',
+      coupon_diameter_in: 'numeric',
+      coupon_thickness_in: 'numeric',
       diameter_min_in: 'numeric',
       thickness_max_in: 'numeric',
       qualified_on: 'date',

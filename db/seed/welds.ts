@@ -9,6 +9,7 @@
 // up to five welds, a re-shoot after repair is a report of its own, each weld gets two to four
 // film intervals, and a rejected weld a rejected interval with a defect code, which rejects the
 // whole report. Other welds are accepted or rejected by the system.
+import type { Welder } from './procedures.ts';
 import { date, instant, type Random } from './random.ts';
 import type { Row, SeedTables } from './tables.ts';
 
@@ -21,8 +22,8 @@ export interface Sheet {
   carbon: boolean;
   rtPercent: number;
   /** The welders who work on this sheet. */
-  welders: string[];
-  /** The approved WPSs for the line's material. */
+  welders: Welder[];
+  /** The approved WPSs for the line's material (for a welder qualified to none of them). */
   wps: string[];
 }
 
@@ -89,7 +90,7 @@ export function addWeld(
         ]);
   const id = rng.id();
   const weldedDay = sheet.isoDay + rng.int(5, 150);
-  const welderId = rng.pick(sheet.welders);
+  const welder = rng.pick(sheet.welders);
   const fate = rng.weighted(FATES);
   const welded = fate !== 'planned';
   const radiographed =
@@ -116,8 +117,10 @@ export function addWeld(
     schedule,
     wall_thickness: WALL[String(size)]?.[schedule] ?? null,
     material: sheet.carbon ? (size <= 2 ? 'A105' : 'A106-B') : 'A312-TP316L',
-    welder_id: welded ? welderId : null,
-    wps_id: rng.pick(sheet.wps),
+    welder_id: welded ? welder.id : null,
+    // A WPS the welder is qualified to, for the line's material (planned welds too: the welder
+    // who will make them is known).
+    wps_id: rng.pick(welderWps(welder, sheet)),
     welded_on: welded ? date(weldedDay) : null,
     status: history.status,
     repair_cycle: history.repairCycle,
@@ -128,6 +131,12 @@ export function addWeld(
     updated_at: welded ? instant(history.day, 480 + history.steps) : instant(sheet.isoDay, 0),
   });
   return { id, welded };
+}
+
+/** The WPSs a welder on the sheet welds to: those they are qualified to for its material. */
+function welderWps(welder: Welder, sheet: Sheet): string[] {
+  const qualified = sheet.carbon ? welder.wps.carbon : welder.wps.stainless;
+  return qualified.length ? qualified : sheet.wps;
 }
 
 /** Takes a weld through its fate; planned and awaiting welds have not moved from PENDING. */

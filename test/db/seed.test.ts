@@ -38,7 +38,7 @@ const NATURAL_KEYS: Record<string, string[]> = {
   pqrs: ['pqr_number'],
   wps: ['wps_number', 'revision'],
   welders: ['stamp'],
-  welder_qualifications: ['welder_id', 'wps_id'],
+  welder_qualifications: ['welder_id', 'wps_id', 'coupon_diameter_in'],
   isos: ['iso_number'],
   welds: ['iso_id', 'weld_number'],
   ndt_records: ['method', 'report_number'],
