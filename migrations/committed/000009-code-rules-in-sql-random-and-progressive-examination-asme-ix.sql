@@ -1,5 +1,5 @@
 --! Previous: sha1:fee1ae38eec301760958ffa16cbc4881113ba0b7
---! Hash: sha1:c472d37ab24b7a4e7b7c2a518e372d3fd22cd748
+--! Hash: sha1:b05416df30ca62a41e5bc05394ab9a2b5c033ced
 --! Message: Code rules in SQL: random and progressive examination, ASME IX welder checks, test package readiness
 
 -- Code rules in SQL (issue F7): what must be examined, who was qualified to weld, and whether a
@@ -36,6 +36,7 @@
 drop table if exists weld_public.examination_selections cascade;
 drop type if exists weld_public.qualification_status, weld_public.weld_check,
   weld_public.examination_status, weld_public.readiness_reason cascade;
+drop function if exists weld_private.lock_lots(text, text);
 drop function if exists weld_private.qualification_facts(uuid[]), weld_private.lot_candidates(text[], text[]),
   weld_private.lot_status(text[], text[], uuid[]), weld_private.qualification_facts(uuid[], weld_public.welds[]),
   weld_private.weld_problems(weld_public.welds[]), weld_private.weld_problems(weld_public.welds[], boolean);
@@ -712,14 +713,15 @@ as $$
    where r.percent > 0 and w.status <> 'VOIDED' and w.type = any(r.weld_types)
 $$;
 
--- Draws and progressive examination of one line and method take turns (two draws at once would
--- each top up the same lot).
-create or replace function weld_private.lock_lots(method text, line_number text) returns void
+-- Draws, progressive examination and NDT records of one line take turns: two draws at once would
+-- each top up the same lot, and an NDT record locks its welds, which a draw's selections refer to
+-- (each takes this lock before any weld lock, so neither waits for the other in the opposite order).
+create or replace function weld_private.lock_line(line_number text) returns void
   language sql volatile
   set search_path = pg_catalog, pg_temp
 as $$
   select pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended(
-    weld_hidden.current_tenant_id()::text || '/examination/' || method || '/' || line_number, 0))
+    weld_hidden.current_tenant_id()::text || '/line/' || line_number, 0))
 $$;
 
 create or replace function weld_public.draw_examination_selection(
@@ -754,7 +756,7 @@ begin
     raise exception 'line % not found', line using errcode = 'WD001';
   end if;
   chosen := coalesce(chosen, floor(random() * 9007199254740991)::bigint);
-  perform weld_private.lock_lots(method, line);
+  perform weld_private.lock_line(line);
 
   return query
   with candidates as (
@@ -819,7 +821,7 @@ begin
        and s.tier <> 'full'
      order by i.line_number, s.weld_id
   loop
-    perform weld_private.lock_lots(ndt.method, cause.line_number);
+    perform weld_private.lock_line(cause.line_number);
     -- Checked after the lock: another transaction may have drawn for it meanwhile.
     continue when exists (select from weld_public.examination_selections c
                            where c.tenant_id = cause.tenant_id and c.cause_selection_id = cause.id);
@@ -844,6 +846,77 @@ begin
      order by md5(cause.seed::text || ':' || next_tier || ':' || cause.weld_id::text || ':' || c.weld_id::text)
      limit case when next_tier = 'full' then null else 2 end;
   end loop;
+end
+$$;
+
+-- The NDT functions of 000008 check their results here before writing anything (000008 section
+-- 6, unchanged but for the line locks taken first).
+create or replace function weld_private.ndt_status_changes(results jsonb) returns jsonb
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  tenant uuid := weld_hidden.current_tenant_id();
+  caller weld_public.user_role := weld_hidden.request_role();
+  moves jsonb;
+  refused jsonb;
+  line text;
+begin
+  -- The lines of these welds first, in order, then the welds: a draw holds its line's lock while it
+  -- writes selections of those welds (whose foreign key waits for the weld locks below), and
+  -- progressive examination takes the same line locks later in this transaction.
+  for line in
+    select distinct i.line_number
+      from weld_public.welds w
+      join weld_public.isos i on i.tenant_id = w.tenant_id and i.id = w.iso_id
+     where w.tenant_id = tenant
+       and w.id in (select (r ->> 'weldId')::uuid from jsonb_array_elements(results) as r)
+     order by 1
+  loop
+    perform weld_private.lock_line(line);
+  end loop;
+  if not coalesce((select s.ndt_results_drive_status from weld_public.tenant_settings s
+                    where s.tenant_id = tenant), true) then
+    return '[]';
+  end if;
+
+  perform from weld_public.welds w
+   where w.tenant_id = tenant
+     and w.id in (select (r ->> 'weldId')::uuid from jsonb_array_elements(results) as r)
+   order by w.id
+     for update;
+
+  with wanted as (
+    select (e.r ->> 'weldId')::uuid as weld_id, e.r ->> 'effective' as result,
+           upper(e.r ->> 'effective')::weld_public.weld_status as target, e.n
+      from jsonb_array_elements(results) with ordinality as e (r, n)
+  ), judged as (
+    select x.*, w.weld_number, w.status,
+           coalesce(caller >= rule.least_role, false) as allowed
+      from wanted x
+      join weld_public.welds w on w.tenant_id = tenant and w.id = x.weld_id
+      left join weld_public.weld_transition_rules rule
+        on rule.tenant_id = tenant and rule.from_status = w.status and rule.to_status = x.target
+     where w.status <> x.target
+  )
+  select jsonb_agg(jsonb_build_object('weldId', j.weld_id, 'status', j.target, 'result', j.result)
+                   order by j.n) filter (where j.allowed),
+         jsonb_agg(jsonb_build_object(
+                     'weldId', j.weld_id, 'weldNumber', j.weld_number, 'status', j.status,
+                     'result', j.result,
+                     'allowed', array(select r.to_status from weld_public.weld_transition_rules r
+                                       where r.tenant_id = tenant and r.from_status = j.status
+                                       order by r.to_status))
+                   order by j.n) filter (where not j.allowed)
+    into moves, refused
+    from judged j;
+
+  if refused is not null then
+    raise exception 'the NDT results cannot be applied to % %', jsonb_array_length(refused),
+      case when jsonb_array_length(refused) = 1 then 'weld' else 'welds' end
+      using errcode = 'WD006', detail = jsonb_build_object('welds', refused)::text;
+  end if;
+  return coalesce(moves, '[]');
 end
 $$;
 

@@ -2177,3 +2177,69 @@ test("tenancy: tenant B, built with the same ids, line and weld numbers, sees no
     'WD009',
   );
 });
+
+test('lock order: an NDT record on a line waits for the line, not its welds, while a draw on that line is open (no deadlock)', async (t) => {
+  const s = await setup(t);
+  const a = s.a;
+  const isoId = await s.iso(a, 'ISO-LOCK', 'L-LOCK');
+  const welderId = await s.welder(a, 'LK1');
+  const welds = await weldsOf(s, a, isoId, welderId, 'LK', 4);
+  const begin = async (c: pg.PoolClient) => {
+    await c.query('begin');
+    await c.query(
+      `select set_config('role', 'weld_inspector', true),
+              set_config('jwt.claims.tenant_id', $1, true), set_config('jwt.claims.user_id', $2, true)`,
+      [a.tenantId, a.users.inspector],
+    );
+  };
+  // A draw, left open: it holds the line's lock and a key-share lock on the weld it selected.
+  const drawer = await s.pool.connect();
+  const recorder = await s.pool.connect();
+  t.teardown(() => {
+    drawer.release(true);
+    recorder.release(true);
+  });
+  await begin(drawer);
+  const drawn = await drawer.query<{ weld_id: string }>(
+    `select weld_id from weld_public.draw_examination_selection('RT', 'L-LOCK', null, 5)`,
+  );
+  t.is(drawn.rows.length, 1, 'ceil(5% x 4) = 1');
+  const selected = drawn.rows[0]!.weld_id;
+  t.true(welds.includes(selected));
+
+  // An NDT record rejecting that weld, meanwhile: it must queue on the line's lock before it
+  // locks any weld (else it would hold the weld the draw waits for, and wait for the draw's line).
+  const pid = (await recorder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!
+    .pid;
+  await begin(recorder);
+  const recording = recorder.query('select (weld_public.record_ndt($1)).id', [
+    JSON.stringify({
+      method: 'RT',
+      reportNumber: 'RT-LOCK',
+      examinedOn: '2026-02-10',
+      welds: [{ weldId: selected, result: 'rejected' }],
+    }),
+  ]);
+  let waitingFor: string | undefined;
+  for (let i = 0; i < 200 && !waitingFor; i++) {
+    const { rows } = await s.owner.query<{ locktype: string }>(
+      `select locktype from pg_locks where pid = $1 and not granted`,
+      [pid],
+    );
+    waitingFor = rows[0]?.locktype;
+    if (!waitingFor) await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  t.is(waitingFor, 'advisory', 'the record waits for the line lock');
+  // The weld itself is not locked by the waiting record: a key-share lock is free to take.
+  const probe = await s.owner.query(
+    `select id from weld_public.welds where id = $1 for key share nowait`,
+    [selected],
+  );
+  t.is(probe.rowCount, 1);
+
+  await drawer.query('commit');
+  await recording;
+  await recorder.query('commit');
+  const after = await s.selections(a);
+  t.is(after.filter((x) => x.tier === '1').length, 2, 'the rejection then drew tier 1: 2 more');
+});

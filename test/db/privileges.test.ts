@@ -200,7 +200,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
       rules,
     'weld_private.outside_diameter(nps numeric)': rules,
     'weld_private.inches(value numeric)': rules,
-    'weld_private.lock_lots(method text, line_number text)': rules,
+    'weld_private.lock_line(line_number text)': rules,
     'weld_private.lot_candidates(methods text[], lines text[])': rules,
     'weld_private.lot_status(methods text[], lines text[], weld_ids uuid[])': rules,
     'weld_private.progressive_examination(ndt weld_public.ndt_records)': rules,
