@@ -223,7 +223,7 @@ export const IsoExamination = z.object({
         .min(0)
         .max(100)
         .describe(
-          "the ISO's percent: the greater of the tenant's rule for its fluid service and, for RT, its rtPercent",
+          "the highest percent among the ISOs of these lots (each ISO's: the greater of the tenant's rule for its fluid service and, for RT, its rtPercent); a lot samples at its highest ISO's percent",
         ),
       welds: z.number().int().describe('candidates in the lots this ISO touches'),
       required: z

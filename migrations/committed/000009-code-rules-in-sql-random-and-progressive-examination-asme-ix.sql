@@ -1,5 +1,5 @@
 --! Previous: sha1:fee1ae38eec301760958ffa16cbc4881113ba0b7
---! Hash: sha1:b05416df30ca62a41e5bc05394ab9a2b5c033ced
+--! Hash: sha1:03919d90382606e73c665ab5d96f396d227d2aa1
 --! Message: Code rules in SQL: random and progressive examination, ASME IX welder checks, test package readiness
 
 -- Code rules in SQL (issue F7): what must be examined, who was qualified to weld, and whether a
@@ -1150,7 +1150,7 @@ comment on function weld_public.test_packages_ready(weld_public.test_packages) i
   'Whether the package may be released for its pressure test: no readiness reason.';
 
 -- Release (open -> released) by an API role only when ready: WD009 with the reasons (the first
--- 100; GET readiness has them all). Writes outside a request are not held to it, as for the
+-- 100; GET readiness has them all); and a package is created open (WD008), so none skips it. Writes outside a request are not held to it, as for the
 -- package's other rules (000008 section 7). After _100_state_moves (name order), which refuses
 -- moves that are not allowed at all.
 create or replace function weld_private.tg_test_packages__release_when_ready() returns trigger
@@ -1161,7 +1161,13 @@ declare
   reasons jsonb;
   reason_count integer;
 begin
-  if weld_hidden.request_role() is not null and old.state = 'open' and new.state = 'released' then
+  -- Created open, so that every release passes here (a package created released never would).
+  if weld_hidden.request_role() is not null and tg_op = 'INSERT' and new.state <> 'open' then
+    raise exception 'test package % is created open; it is released when it is ready', new.package_number
+      using errcode = 'WD008';
+  end if;
+  if weld_hidden.request_role() is not null and tg_op = 'UPDATE'
+     and old.state = 'open' and new.state = 'released' then
     select count(*), coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
              'code', r.code, 'weldId', r.weld_id, 'isoId', r.iso_id, 'detail', r.detail)) order by r.n)
              filter (where r.n <= 100), '[]')
@@ -1198,7 +1204,7 @@ create trigger _200_code_checks
   before insert or update of type, size, wall_thickness, welder_id, wps_id, welded_on on weld_public.welds
   for each row execute function weld_private.tg_welds__code_checks();
 drop trigger if exists _200_release_when_ready on weld_public.test_packages;
-create trigger _200_release_when_ready before update of state on weld_public.test_packages
+create trigger _200_release_when_ready before insert or update of state on weld_public.test_packages
   for each row execute function weld_private.tg_test_packages__release_when_ready();
 
 -- Continuity (QW-322) reads the days each welder welded with each WPS: an index-only scan of this

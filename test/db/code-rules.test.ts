@@ -2243,3 +2243,30 @@ test('lock order: an NDT record on a line waits for the line, not its welds, whi
   const after = await s.selections(a);
   t.is(after.filter((x) => x.tier === '1').length, 2, 'the rejection then drew tier 1: 2 more');
 });
+
+test('readiness: a package is created open by the API (WD008 for released, tested or closed), so no package skips the release rule; the owner may', async (t) => {
+  const s = await setup(t);
+  for (const state of ['released', 'tested', 'closed']) {
+    const error = await t.throwsAsync(
+      s.as(s.a, 'engineer', (c) =>
+        c.query(
+          `insert into weld_public.test_packages (package_number, test_medium, state) values ($1, 'hydro', $2)`,
+          [`TP-${state}`, state],
+        ),
+      ),
+    );
+    t.is(sqlstate(error), 'WD008', state);
+  }
+  const open = await s.as(s.a, 'engineer', (c) =>
+    c.query(
+      `insert into weld_public.test_packages (package_number, test_medium) values ('TP-open', 'hydro')`,
+    ),
+  );
+  t.is(open.rowCount, 1);
+  const byOwner = await s.owner.query(
+    `insert into weld_public.test_packages (tenant_id, package_number, test_medium, state)
+     values ($1, 'TP-seeded', 'hydro', 'released')`,
+    [s.a.tenantId],
+  );
+  t.is(byOwner.rowCount, 1);
+});
