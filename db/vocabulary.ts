@@ -100,3 +100,31 @@ export const READINESS_CODES = [
   'PROGRESSIVE_OPEN',
   ...WELD_CHECK_CODES,
 ] as const;
+
+/**
+ * The event types of the outbox (migration 000010, weld_private.tg__outbox): each resource's
+ * created/updated/deleted, and the changes that matter on their own.
+ */
+export const EVENT_RESOURCES = [
+  'iso',
+  'weld',
+  'welder',
+  'pqr',
+  'wps',
+  'welder_qualification',
+  'ndt_record',
+  'inspection',
+  'test_package',
+] as const;
+export const EVENT_TYPES = [
+  ...EVENT_RESOURCES.flatMap((kind) => [`${kind}.created`, `${kind}.updated`, `${kind}.deleted`]),
+  'weld.status_changed',
+  'test_package.released',
+  'examination_selection.opened',
+  'examination_selection.closed',
+  'examination_selection.reopened',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Events per page of GET /events (a feed reader catches up in big pages). */
+export const EVENT_PAGE_SIZE = { default: 100, max: 1000 } as const;

@@ -41,20 +41,10 @@ const reportFields = {
     .describe('RT only; at most 1,000 interval-to-weld mappings in all'),
 };
 
-/** Each weld of the record with its result: the one given, or the film's for RT (in SQL). */
-const WELDS_WITH_RESULTS = `coalesce((
-  select json_agg(json_build_object('weldId', w.weld_id,
-                                    'result', weld_public.ndt_record_welds_effective_result(w))
-         order by w.weld_id)
-    from weld_public.ndt_record_welds w where w.ndt_record_id = r.id), '[]'::json)`;
-
-const FILM_INTERVALS = `coalesce((
-  select json_agg(json_build_object('id', f.id, 'label', f.label, 'result', f.result,
-           'defectCodes', f.defect_codes,
-           'weldIds', array(select fw.weld_id from weld_public.film_interval_welds fw
-                             where fw.film_interval_id = f.id order by fw.weld_id))
-         order by f.label)
-    from weld_public.film_intervals f where f.ndt_record_id = r.id), '[]'::json)`;
+// Each weld of the record with its result (the one given, or the film's for RT), and the film
+// intervals: SQL functions of migration 000010, which the events' payloads use too.
+const WELDS_WITH_RESULTS = 'weld_hidden.ndt_record_welds_json(r)';
+const FILM_INTERVALS = 'weld_hidden.ndt_record_film_json(r)';
 
 export const ndtRecords = defineResource({
   path: 'ndt-records',

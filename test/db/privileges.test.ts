@@ -144,6 +144,18 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.add_signing_key(kid text, private_jwk jsonb, public_jwk jsonb, rotate boolean)':
       server(rules),
     'weld_hidden.applied_migration()': server(owner),
+    // The webhook worker's and the housekeeping's (events, 000010): the server's, across tenants.
+    'weld_hidden.claim_webhook_deliveries(instance text, lease_seconds integer, max_endpoints integer)':
+      server(owner),
+    'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, answer text, failure text, retry_after_ms integer, give_up_seconds integer)':
+      server(owner),
+    'weld_hidden.purge_events(keep_days integer)': server(owner),
+    // An NDT record's lists as REST and the events show them: every reader, under row security.
+    'weld_hidden.ndt_record_film_json(record weld_public.ndt_records)': roles(owner, 'weld_viewer'),
+    'weld_hidden.ndt_record_welds_json(record weld_public.ndt_records)': roles(
+      owner,
+      'weld_viewer',
+    ),
     'weld_hidden.current_tenant_id()': server(requests),
     'weld_hidden.current_user_id()': requests,
     'weld_hidden.login_begin(user_name citext, address text)': server(rules),
@@ -167,6 +179,18 @@ test('catalog: each function is executable by exactly the roles that call it', a
       rules,
     'weld_private.check_object(input jsonb, pointer text, what text, allowed text[], required text[])':
       rules,
+    // The outbox (000010): only its SECURITY DEFINER triggers, as the owner, call these.
+    'weld_private.contract_json(row_image jsonb)': owner,
+    'weld_private.emit_event(tenant uuid, event_type text, subject uuid, data jsonb, change jsonb)':
+      owner,
+    'weld_private.event_data(kind text, tenant uuid, subject uuid)': owner,
+    'weld_private.refresh_event(tenant uuid, kind text, subject uuid, data jsonb)': owner,
+    'weld_private.transaction_event(tenant uuid, kind text, subject uuid)': owner,
+    'weld_private.tg__outbox()': owner,
+    'weld_private.tg__selection_closure()': owner,
+    'weld_private.tg__selection_outbox()': owner,
+    'weld_private.tg_webhooks__position()': owner,
+    'weld_private.tg_webhooks__touch()': owner,
     'weld_private.create_tenant(slug text, name text, origins text[])': owner,
     'weld_private.create_user(tenant uuid, user_name citext, display_name text, role weld_public.user_role, password_hash text)':
       owner,
@@ -344,6 +368,18 @@ const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
   ['revoked_sessions', `select * from weld_hidden.revoked_sessions(now() - interval '1 hour')`, []],
   ['tenant_by_origin', `select * from weld_hidden.tenant_by_origin('http://alpha.test')`, []],
   ['applied_migration', 'select weld_hidden.applied_migration()', []],
+  ['purge_events', 'select * from weld_hidden.purge_events(1)', []],
+  [
+    'claim_webhook_deliveries',
+    `select * from weld_hidden.claim_webhook_deliveries('attacker', 60, 10)`,
+    [],
+  ],
+  [
+    'finish_webhook_delivery',
+    `select weld_hidden.finish_webhook_delivery(gen_random_uuid(), gen_random_uuid(), 'attacker',
+       1, 200, 5, null, null, 1000, 86400)`,
+    [],
+  ],
 ];
 
 for (const role of ['weld_anonymous', 'weld_viewer', 'weld_admin'] as const) {
