@@ -7,7 +7,13 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { z } from 'zod';
-import { PAGE_SIZE, WELD_STATUSES } from '../db/vocabulary.ts';
+import {
+  EVENT_PAGE_SIZE,
+  EVENT_RESOURCES,
+  EVENT_TYPES,
+  PAGE_SIZE,
+  WELD_STATUSES,
+} from '../db/vocabulary.ts';
 import type { Route } from '../server/http/route.ts';
 import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
 import type { Resource } from './resource.ts';
@@ -24,7 +30,20 @@ import {
   WelderQualificationStatus,
   WeldChecks,
 } from './code-rules.ts';
+import { Event, EventPage, EventQuery, EventStreamQuery } from './events.ts';
 import { ExaminationHistoryPage, HISTORIES, HistoryQuery, WeldHistoryPage } from './history.ts';
+import {
+  DeliveryListQuery,
+  MAX_WEBHOOKS_PER_TENANT,
+  Webhook,
+  WebhookCreate,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookListQuery,
+  WebhookPage,
+  WebhookPatch,
+  WebhookWithSecret,
+} from './webhooks.ts';
 import { StatusChange } from './welds.ts';
 
 const json = (schema: z.ZodType, io: 'input' | 'output' = 'output') =>
@@ -259,6 +278,9 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/stale-version | 412 | If-Match does not match the current version, given as \`version\` |
 | /problems/reason-required | 422 | the transition rule requires a reason |
 | /problems/too-many-login-attempts | 429 | login throttled; Retry-After says when to try again |
+| /problems/cursor-expired | 410 | GET /events: events after this cursor have been purged (EVENT_RETENTION_DAYS); \`purgedThrough\` is the last purged id: read the resources again, then follow from after=now |
+| /problems/too-many-streams | 429 | GET /events/stream: this user already holds the most event streams allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
+| /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/query-too-large | 400 | GraphQL: over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
 | /problems/timeout | 503 | a statement timeout cancelled the work |
@@ -415,6 +437,291 @@ function codeRulePaths(): Record<string, unknown> {
   };
 }
 
+/** Where events come from, and how a reader follows them without missing one. */
+const EVENTS =
+  'Every committed change of a resource is one event, written in the same transaction as the change (an event ' +
+  'exists if and only if its change committed): <kind>.created, .updated, .deleted for ' +
+  `${EVENT_RESOURCES.join(', ')}; weld.status_changed (also for NDT results; change: from, to, reason, cause, ` +
+  'ndtRecordId); test_package.released (change: from, to); examination_selection.opened (drawn), .closed (an NDT ' +
+  'record of its method covers the weld), .reopened (a correction took the weld off it). Several changes of one ' +
+  'resource in one transaction are one event showing the final state. `data` is the resource as its GET shows it ' +
+  'after the change. Ids grow in commit order within a tenant, so a reader that passes the last id it has as ' +
+  '`after` never misses or repeats an event, even when transactions commit out of the order they began. Events ' +
+  'are kept EVENT_RETENTION_DAYS (30 by default); a cursor into purged events is 410 /problems/cursor-expired. ' +
+  'Who: every role (the events of your tenant only).';
+
+/** The operations of events and webhooks (events.ts, webhooks.ts). */
+function eventPaths(): Record<string, unknown> {
+  const admin = ' Who: admin.';
+  const webhookProblems = {
+    '403': problem('your role may not manage webhooks (admins only), or the CSRF check failed'),
+    '422': problem(
+      'a bad field, named in errors (the url: http or https, no credentials, and no loopback, private or link-local address unless WEBHOOK_ALLOW_PRIVATE=true)',
+    ),
+  };
+  const webhookId = { ...idParam, description: 'the webhook' };
+  return {
+    '/events': {
+      get: {
+        summary: 'Read the change feed, oldest first (with `wait`: long-poll)',
+        description:
+          `${EVENTS} Pages hold up to ${EVENT_PAGE_SIZE.max} events; a full page has a Link rel=next. With wait > 0 and ` +
+          'no event after the cursor, the answer waits until one commits (it is sent at once then) or the seconds pass ' +
+          '(an empty page, nextCursor unchanged).',
+        parameters: queryParameters(EventQuery),
+        responses: {
+          '200': { ...page, ...content('EventPage') },
+          '410': problem('events after this cursor have been purged (/problems/cursor-expired)'),
+          '422': problem(
+            'a bad parameter (an unknown event type, a cursor that is no id), named in errors',
+          ),
+          ...common,
+        },
+      },
+    },
+    '/events/stream': {
+      get: {
+        summary: 'Follow the change feed as Server-Sent Events',
+        description:
+          `${EVENTS} text/event-stream: \`retry: 3000\`, then per event \`id: <event id>\`, \`event: <type>\` and ` +
+          '`data: <the Event as JSON>`; a `: heartbeat` comment every 15 seconds of quiet. Reconnecting with ' +
+          'Last-Event-ID (EventSource does it by itself) resumes after that event without loss; without it (or ?after) ' +
+          'the stream starts at now. `event: resync` (data: {reason, after}) then the end of the stream tells a ' +
+          'client it fell too far behind (more than 10,000 events to replay, or a cursor into purged events): read ' +
+          'the resources again and reconnect. The stream ends when the access token it was opened with expires or ' +
+          'its session ends; reconnect with a fresh one. Cookie mode works (GET needs no CSRF token), so does ' +
+          'Authorization: Bearer.',
+        parameters: [
+          ...queryParameters(EventStreamQuery),
+          header('Last-Event-ID', 'resume after this event id (set by EventSource on reconnect)'),
+        ],
+        responses: {
+          '200': {
+            description: 'the stream',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          '410': problem('the cursor points into purged events (/problems/cursor-expired)'),
+          '422': problem('a bad parameter or Last-Event-ID, named in errors'),
+          '429': problem(
+            'too many open streams for this user (/problems/too-many-streams); Retry-After',
+          ),
+          ...common,
+        },
+      },
+    },
+    '/webhooks': {
+      get: {
+        summary: 'List webhook endpoints',
+        description: `Keyset pages, as every list.${admin}`,
+        parameters: queryParameters(WebhookListQuery),
+        responses: {
+          '200': { ...page, ...content('WebhookPage') },
+          '403': webhookProblems['403'],
+          '422': problem('a bad parameter, named in errors'),
+          ...common,
+        },
+      },
+      post: {
+        summary: 'Register a webhook endpoint',
+        description:
+          'The service POSTs each event of the listed types (all when eventTypes is empty) to the url, signed the ' +
+          'Standard Webhooks way (see the `webhooks` section), in event order, at least once, starting with the events ' +
+          'after this moment. The answer holds the signing secret, the only time it is shown (no Idempotency-Key ' +
+          `here, so that it is never stored). At most ${MAX_WEBHOOKS_PER_TENANT} per tenant.${admin}`,
+        requestBody: { required: true, ...content('WebhookCreate') },
+        responses: {
+          '201': {
+            description: 'the endpoint, with its secret',
+            headers: {
+              ...itemHeaders,
+              Location: { schema: { type: 'string' }, description: 'its path' },
+            },
+            ...content('WebhookWithSecret'),
+          },
+          '409': problem(
+            `the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks (/problems/too-many-webhooks)`,
+          ),
+          ...webhookProblems,
+          ...common,
+        },
+      },
+    },
+    '/webhooks/{id}': {
+      get: {
+        summary: 'Read a webhook endpoint',
+        description:
+          'Without its secret. disabledReason says why the service disabled it: an endpoint failing for ' +
+          `WEBHOOK_GIVE_UP_HOURS (24) is disabled; PATCH active=true resumes it where it stopped.${admin}`,
+        parameters: [webhookId, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
+        responses: {
+          '200': { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') },
+          '304': { description: 'not modified' },
+          '403': webhookProblems['403'],
+          ...common,
+        },
+      },
+      patch: {
+        summary: 'Change a webhook endpoint',
+        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once.${admin}`,
+        parameters: [webhookId, header('If-Match', 'the ETag you read; 412 if it changed since')],
+        requestBody: { required: true, ...content('WebhookPatch') },
+        responses: {
+          '200': { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') },
+          ...webhookProblems,
+          '412': problem('If-Match is stale; `version` is the current one'),
+          ...common,
+        },
+      },
+      delete: {
+        summary: 'Delete a webhook endpoint (and its delivery log)',
+        description: admin.trim(),
+        parameters: [webhookId, header('If-Match', 'the ETag you read; 412 if it changed since')],
+        responses: {
+          '204': { description: 'deleted' },
+          '403': webhookProblems['403'],
+          '412': problem('If-Match is stale'),
+          ...common,
+        },
+      },
+    },
+    '/webhooks/{id}/rotate-secret': {
+      post: {
+        summary: 'Replace the signing secret',
+        description: `A new secret, shown in this answer only; messages are signed with it from now on.${admin}`,
+        parameters: [webhookId],
+        responses: {
+          '200': {
+            description: 'the endpoint, with its new secret',
+            headers: itemHeaders,
+            ...content('WebhookWithSecret'),
+          },
+          '403': webhookProblems['403'],
+          ...common,
+        },
+      },
+    },
+    '/webhooks/{id}/test': {
+      post: {
+        summary: 'Send a test message (webhook.test) now',
+        description: `Sends one signed webhook.test message at once, whatever the endpoint's state, and answers with the attempt (also in its deliveries).${admin}`,
+        parameters: [webhookId],
+        responses: {
+          '200': { description: 'the attempt and the answer', ...content('WebhookDelivery') },
+          '403': webhookProblems['403'],
+          ...common,
+        },
+      },
+    },
+    '/webhooks/{id}/deliveries': {
+      get: {
+        summary: "The endpoint's delivery attempts, newest first",
+        description: `Every attempt (retries too) with the status, the first 1,000 characters of the answer or the error, and the time it took; kept EVENT_RETENTION_DAYS.${admin}`,
+        parameters: [webhookId, ...queryParameters(DeliveryListQuery)],
+        responses: {
+          '200': { ...page, ...content('WebhookDeliveryPage') },
+          '403': webhookProblems['403'],
+          '422': problem('a bad parameter, named in errors'),
+          ...common,
+        },
+      },
+    },
+  };
+}
+
+/** The schema each event type's `data` has: the resource's, as its GET shows it. */
+const EVENT_DATA: Record<string, string> = {
+  iso: 'Iso',
+  weld: 'Weld',
+  welder: 'Welder',
+  pqr: 'Pqr',
+  wps: 'Wps',
+  welder_qualification: 'WelderQualification',
+  ndt_record: 'NdtRecord',
+  inspection: 'Inspection',
+  test_package: 'TestPackage',
+  examination_selection: 'ExaminationSelection',
+};
+
+/** OpenAPI 3.1 `webhooks`: the message the service POSTs for each event type, and a test. */
+function eventWebhooks(): Record<string, unknown> {
+  const signed = [
+    header(
+      'webhook-id',
+      'the message id: the event id (the same on every retry: deduplicate by it), or ping_<uuid>',
+    ),
+    header(
+      'webhook-timestamp',
+      'seconds since the epoch when this attempt was sent; refuse old ones (replays)',
+    ),
+    header(
+      'webhook-signature',
+      'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_>',
+    ),
+  ].map((h) => ({ ...h, required: true }));
+  const responses = {
+    '2XX': { description: 'delivered: the next event follows' },
+    default: {
+      description:
+        'not delivered: retried with the same webhook-id after 5 s, then doubling up to an hour between tries (WEBHOOK_RETRY_BASE_MS); after WEBHOOK_GIVE_UP_HOURS (24) of failures the endpoint is disabled with the reason. Later events wait: each endpoint receives its events in order. Redirects are not followed; no answer within WEBHOOK_TIMEOUT_MS (10 s) is a failure.',
+    },
+  };
+  const message = (type: string, data: unknown) => ({
+    post: {
+      summary: type,
+      description: `Sent for each ${type} event to the endpoints that listen for it. The body is the Event as GET /events gives it.`,
+      parameters: signed,
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              allOf: [
+                ref('Event'),
+                { type: 'object', properties: { type: { const: type }, data } },
+              ],
+            },
+          },
+        },
+      },
+      responses,
+    },
+  });
+  return {
+    ...Object.fromEntries(
+      EVENT_TYPES.map((type) => [type, message(type, ref(EVENT_DATA[type.split('.')[0]!]!))]),
+    ),
+    'webhook.test': {
+      post: {
+        summary: 'webhook.test',
+        description:
+          'Sent by POST /webhooks/{id}/test: {id: "ping_<uuid>", type: "webhook.test", occurredAt, data: {webhookId}}.',
+        parameters: signed,
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: {
+                  id: { type: 'string' },
+                  type: { const: 'webhook.test' },
+                  occurredAt: { type: 'string', format: 'date-time' },
+                  data: {
+                    type: 'object',
+                    properties: { webhookId: { type: 'string', format: 'uuid' } },
+                  },
+                },
+                required: ['id', 'type', 'occurredAt', 'data'],
+              },
+            },
+          },
+        },
+        responses,
+      },
+    },
+  };
+}
+
 function buildDocument() {
   const schemas: Record<string, unknown> = {
     ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
@@ -430,6 +737,15 @@ function buildDocument() {
     TestPackageReadiness: json(TestPackageReadiness),
     ReadinessReason: json(TestPackageReadiness.shape.reasons.element),
     WeldHistoryPage: json(WeldHistoryPage),
+    Event: json(Event),
+    EventPage: json(EventPage),
+    Webhook: json(Webhook),
+    WebhookWithSecret: json(WebhookWithSecret),
+    WebhookPage: json(WebhookPage),
+    WebhookCreate: json(WebhookCreate, 'input'),
+    WebhookPatch: json(WebhookPatch, 'input'),
+    WebhookDelivery: json(WebhookDelivery),
+    WebhookDeliveryPage: json(WebhookDeliveryPage),
     ExaminationHistoryPage: json(ExaminationHistoryPage),
     LoginBody: json(LoginBody, 'input'),
     RefreshBody: json(RefreshBody, 'input'),
@@ -551,7 +867,7 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: '0.4.0',
+      version: '0.5.0',
       description:
         'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
         'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
@@ -575,9 +891,14 @@ function buildDocument() {
         '/isos/{id}/examination, /welders/{id}/qualification-status, /welds/{id}/checks and ' +
         '/test-packages/{id}/readiness say where things stand, and a test package that is not ready ' +
         'cannot be released.\n\n' +
+        'Events: every committed change of a resource is an event, in commit order (GET /events, with ' +
+        '`wait` a long-poll; GET /events/stream as Server-Sent Events; signed webhooks to the endpoints ' +
+        'admins register at /webhooks, described in the `webhooks` section).\n\n' +
         'Errors are RFC 9457 problem details (see the Problem schema for every type). The bare paths are ' +
         'canonical; every data path is also served under /api with identical behaviour.',
     },
+    // What the service POSTs to registered endpoints (OpenAPI 3.1): one message per event type.
+    webhooks: eventWebhooks(),
     servers: [
       { url: '/', description: 'canonical' },
       { url: '/api', description: 'the same data paths under /api (identical behaviour)' },
@@ -743,6 +1064,7 @@ function buildDocument() {
         ]),
       ),
       ...codeRulePaths(),
+      ...eventPaths(),
       '/graphql': {
         ...rootOnly,
         post: {

@@ -318,7 +318,7 @@ export function expectedVersion(req: Request): number | null {
   return Number(versions[0]);
 }
 
-const stale = (version: number) =>
+export const stale = (version: number) =>
   new HttpProblem(412, {
     type: '/problems/stale-version',
     title: 'Precondition failed',
@@ -487,7 +487,7 @@ async function readItem(
 }
 
 /** Runs a handler's database work, naming fields in the database's refusals from the catalog. */
-async function inDatabase<T>(
+export async function inDatabase<T>(
   pool: pg.Pool,
   req: Request,
   work: (db: pg.PoolClient) => Promise<T>,

@@ -23,6 +23,16 @@ export const GRAPHQL_DEFAULTS = {
   poolMax: 5,
 } as const;
 
+/** Events and webhooks when the environment does not set them (README, "Events"). */
+export const EVENT_DEFAULTS = { retentionDays: 30, streamsPerUser: 5 } as const;
+export const WEBHOOK_DEFAULTS = {
+  timeoutMs: 10_000,
+  retryBaseMs: 5_000,
+  giveUpHours: 24,
+  concurrency: 4,
+  pollMs: 1_000,
+} as const;
+
 const envSchema = z.object({
   ...databaseEnv,
   PORT: port.default(3000),
@@ -60,6 +70,13 @@ const envSchema = z.object({
     GRAPHQL_DEFAULTS.statementTimeoutMs,
   ),
   GRAPHQL_POOL_MAX: wholeNumber(1, 500).default(GRAPHQL_DEFAULTS.poolMax),
+  EVENT_RETENTION_DAYS: wholeNumber(1, 3650).default(EVENT_DEFAULTS.retentionDays),
+  EVENT_STREAMS_PER_USER: wholeNumber(1, 100).default(EVENT_DEFAULTS.streamsPerUser),
+  WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
+  WEBHOOK_TIMEOUT_MS: wholeNumber(1000, 60_000).default(WEBHOOK_DEFAULTS.timeoutMs),
+  WEBHOOK_RETRY_BASE_MS: wholeNumber(1000, 3_600_000).default(WEBHOOK_DEFAULTS.retryBaseMs),
+  WEBHOOK_GIVE_UP_HOURS: wholeNumber(1, 720).default(WEBHOOK_DEFAULTS.giveUpHours),
+  WEBHOOK_CONCURRENCY: wholeNumber(0, 100).default(WEBHOOK_DEFAULTS.concurrency),
 });
 
 export interface Config {
@@ -86,6 +103,22 @@ export interface Config {
     /** Connections of GraphQL's own pool, apart from REST's: reports cannot starve the API. */
     poolMax: number;
   };
+  events: {
+    /** Events older than this are purged (the feed answers 410 to a cursor into them). */
+    retentionDays: number;
+    /** Open event streams per user and instance. */
+    streamsPerUser: number;
+  };
+  webhooks: {
+    /** Let endpoints be on loopback and private networks (tests; receivers inside your network). */
+    allowPrivate: boolean;
+    timeoutMs: number;
+    retryBaseMs: number;
+    giveUpHours: number;
+    /** Endpoints this instance delivers to at once; 0: this instance sends no webhooks. */
+    concurrency: number;
+    pollMs: number;
+  };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -109,6 +142,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxCost: e.GRAPHQL_MAX_COST,
       statementTimeoutMs: e.GRAPHQL_STATEMENT_TIMEOUT_MS,
       poolMax: e.GRAPHQL_POOL_MAX,
+    },
+    events: {
+      retentionDays: e.EVENT_RETENTION_DAYS,
+      streamsPerUser: e.EVENT_STREAMS_PER_USER,
+    },
+    webhooks: {
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      giveUpHours: e.WEBHOOK_GIVE_UP_HOURS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      pollMs: WEBHOOK_DEFAULTS.pollMs,
     },
   };
 }

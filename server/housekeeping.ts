@@ -1,7 +1,8 @@
 // Periodic clean-up of bookkeeping that has outlived its use: login throttle rows whose windows
-// have passed, used or expired refresh tokens, ended sessions, and REST idempotency keys older
-// than 24 hours. The rules of what is old enough are SQL (weld_hidden.purge_auth_bookkeeping,
-// migrations 000006 and 000007; weld_hidden.purge_idempotency_keys, 000008); this only calls them,
+// have passed, used or expired refresh tokens, ended sessions, REST idempotency keys older
+// than 24 hours, and events and webhook deliveries older than EVENT_RETENTION_DAYS. The rules of
+// what is old enough are SQL (weld_hidden.purge_auth_bookkeeping, migrations 000006 and 000007;
+// weld_hidden.purge_idempotency_keys, 000008; weld_hidden.purge_events, 000010); this only calls them,
 // at start and then every PURGE_EVERY_MS, from every instance (the deletes are idempotent, so two
 // instances purging at once do no harm).
 import type pg from 'pg';
@@ -18,13 +19,18 @@ export interface Housekeeping {
 export function startHousekeeping(
   pool: pg.Pool,
   logger: Logger,
-  everyMs = PURGE_EVERY_MS,
+  options: { eventRetentionDays: number; everyMs?: number },
 ): Housekeeping {
+  const everyMs = options.everyMs ?? PURGE_EVERY_MS;
   const purgeNow = async () => {
-    // One row: the counts of purge_auth_bookkeeping, and deleted_idempotency_keys.
+    // One row: the counts of purge_auth_bookkeeping, deleted_idempotency_keys, and the counts of
+    // purge_events.
     const { rows } = await pool.query<Record<string, number>>(
-      `select * from weld_hidden.purge_auth_bookkeeping(),
-                     weld_hidden.purge_idempotency_keys() as deleted_idempotency_keys`,
+      `select auth.*, weld_hidden.purge_idempotency_keys() as deleted_idempotency_keys,
+              events.deleted_events::int as deleted_events,
+              events.deleted_deliveries::int as deleted_deliveries
+         from weld_hidden.purge_auth_bookkeeping() auth, weld_hidden.purge_events($1) events`,
+      [options.eventRetentionDays],
     );
     return rows[0]!;
   };

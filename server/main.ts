@@ -15,10 +15,12 @@ import { createApp } from './app.ts';
 import { KeyRing } from './auth/keys.ts';
 import { SessionRevocations } from './auth/revocations.ts';
 import { loadConfig, type Config } from './config.ts';
+import { EventNotifications } from '../db/event-notifications.ts';
 import { createGraphql } from './graphql.ts';
 import { startHousekeeping } from './housekeeping.ts';
 import { createLogger } from './http/log.ts';
 import { serviceRoutes } from './routes.ts';
+import { startWebhookWorker } from './webhook-worker.ts';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -57,7 +59,17 @@ async function main(): Promise<void> {
     logger,
   });
   await revocations.start();
-  const housekeeping = startHousekeeping(pool, logger);
+  const housekeeping = startHousekeeping(pool, logger, {
+    eventRetentionDays: config.events.retentionDays,
+  });
+  const notifications = new EventNotifications(target.authenticatorUrl, {
+    onError: (error) => logger.warn({ err: error }, 'event listener connection failed'),
+  });
+  await notifications.start();
+  const webhookWorker =
+    config.webhooks.concurrency > 0
+      ? startWebhookWorker(pool, notifications, logger, config.webhooks)
+      : undefined;
   const graphql = createGraphql(graphqlPool, { logger, ...config.graphql });
   await graphql.warm();
   const app = createApp({
@@ -75,6 +87,12 @@ async function main(): Promise<void> {
         refreshTokenTtl: config.auth.refreshTokenTtl,
       },
       isDraining: () => draining,
+      events: {
+        notifications,
+        streamsPerUser: config.events.streamsPerUser,
+        sessionEnded: (tenantId, sessionId) => revocations.isRevoked(tenantId, sessionId),
+      },
+      webhooks: config.webhooks,
     }),
   });
 
@@ -119,11 +137,15 @@ async function main(): Promise<void> {
     draining = true;
     logger.info({ signal }, 'stopping: finishing in-flight requests');
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Event streams never finish on their own: end them now (clients reconnect elsewhere).
+    await notifications.stop();
+    server.closeIdleConnections();
     const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
     await closed;
     clearTimeout(force);
     await graphql.release();
     housekeeping.stop();
+    await webhookWorker?.stop();
     await revocations.stop();
     await graphqlPool.end();
     await pool.end();

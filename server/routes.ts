@@ -4,10 +4,12 @@
 import type pg from 'pg';
 import { authRoutes } from '../rest-adapter/auth.ts';
 import { codeRuleRoutes } from '../rest-adapter/code-rules.ts';
+import { eventRoutes, type EventOptions } from '../rest-adapter/events.ts';
 import { historyRoutes } from '../rest-adapter/history.ts';
 import { openapiRoutes } from '../rest-adapter/openapi.ts';
 import { resourceRoutes } from '../rest-adapter/resource.ts';
 import { RESOURCES } from '../rest-adapter/resources.ts';
+import { webhookRoutes, type WebhookOptions } from '../rest-adapter/webhooks.ts';
 import { weldLifecycleRoutes } from '../rest-adapter/welds.ts';
 import type { KeyRing } from './auth/keys.ts';
 import { graphqlRoutes, type Graphql } from './graphql.ts';
@@ -19,6 +21,9 @@ export interface ServiceDeps {
   ring: KeyRing;
   graphql: Graphql;
   auth: { accessTokenTtl: number; refreshTokenTtl: number };
+  /** The change feed and its streams: the wake-ups, and the per-user stream limit. */
+  events: EventOptions;
+  webhooks: WebhookOptions;
   /** True once shutdown has begun: readiness fails so load balancers stop sending work. */
   isDraining?: () => boolean;
 }
@@ -34,6 +39,8 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       ...weldLifecycleRoutes(deps.pool, prefix),
       ...historyRoutes(deps.pool, prefix),
       ...codeRuleRoutes(deps.pool, prefix),
+      ...eventRoutes(deps.pool, prefix, { isDraining: deps.isDraining, ...deps.events }),
+      ...webhookRoutes(deps.pool, prefix, deps.webhooks),
       ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool, prefix)),
     ]),
     ...graphqlRoutes(deps.graphql),

@@ -14,6 +14,8 @@ export interface AccessClaims {
   tenantId: string;
   role: UserRole;
   sessionId: string;
+  /** When the verified token expires (ms since the epoch); set by verifyAccessToken. */
+  expiresAt?: number;
 }
 
 export async function issueAccessToken(
@@ -92,7 +94,13 @@ async function verifyUncached(
     if (!USER_ROLES.includes(role)) throw new TokenError('unknown role');
     if (typeof payload.sid !== 'string') throw new TokenError('no session');
     return {
-      claims: { userId: payload.sub!, tenantId: payload.tid, role, sessionId: payload.sid },
+      claims: {
+        userId: payload.sub!,
+        tenantId: payload.tid,
+        role,
+        sessionId: payload.sid,
+        expiresAt: payload.exp! * 1000,
+      },
       exp: payload.exp!,
       kid: protectedHeader.kid,
     };

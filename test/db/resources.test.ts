@@ -491,14 +491,23 @@ test('purge_idempotency_keys deletes keys older than 24 hours in every tenant, s
   t.is(await purge(), 0);
 });
 
-test("the server's housekeeping purges idempotency keys with the authentication bookkeeping", async (t) => {
+test("the server's housekeeping purges idempotency keys and old events with the authentication bookkeeping", async (t) => {
   const { owner, pool, a } = await setup(t);
   await owner.query(
     `insert into weld_hidden.idempotency_keys (tenant_id, user_id, idempotency_key, request_hash, created_at)
      values ($1, $2, 'old', 'h', now() - interval '2 days')`,
     [a.tenantId, a.users.viewer],
   );
-  const housekeeping = startHousekeeping(pool, createLogger('silent'), 3_600_000);
+  // The fixture's writes are events; the oldest is made older than the retention.
+  await owner.query(
+    `update weld_public.events set occurred_at = now() - interval '31 days'
+      where id = (select min(id) from weld_public.events where tenant_id = $1)`,
+    [a.tenantId],
+  );
+  const housekeeping = startHousekeeping(pool, createLogger('silent'), {
+    eventRetentionDays: 30,
+    everyMs: 3_600_000,
+  });
   housekeeping.stop();
   t.deepEqual(await housekeeping.purgeNow(), {
     deleted_throttle_rows: 0,
@@ -506,6 +515,8 @@ test("the server's housekeeping purges idempotency keys with the authentication 
     deleted_sessions: 0,
     deleted_known_addresses: 0,
     deleted_idempotency_keys: 1,
+    deleted_events: 1,
+    deleted_deliveries: 0,
   });
   t.is(Number(await value(owner, `select count(*) from weld_hidden.idempotency_keys`)), 0);
 });

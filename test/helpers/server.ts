@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
+import { EventNotifications } from '../../db/event-notifications.ts';
 import { createApp } from '../../server/app.ts';
 import { KeyRing } from '../../server/auth/keys.ts';
 import { SessionRevocations } from '../../server/auth/revocations.ts';
@@ -21,6 +22,7 @@ export interface TestServer {
   port: number;
   pool: ReturnType<typeof createPool>;
   ring: KeyRing;
+  notifications: EventNotifications;
 }
 
 export const TEST_TOKEN_TTL = { accessTokenTtl: 600, refreshTokenTtl: 3600 };
@@ -33,6 +35,14 @@ export async function startServer(
     trustProxy?: TrustProxy;
     maxBodyBytes?: number;
     accessTokenTtl?: number;
+    /** Event streams per user (default 5). */
+    streamsPerUser?: number;
+    /** The stream's heartbeat interval (default 15 s). */
+    heartbeatMs?: number;
+    /** Events a stream replays before it tells the client to resync (default 10,000). */
+    maxReplay?: number;
+    /** WEBHOOK_ALLOW_PRIVATE (default true: test receivers listen on loopback). */
+    webhookAllowPrivate?: boolean;
   } = {},
 ): Promise<TestServer> {
   const pool = createPool(target.authenticatorUrl, { max: 10, onError: () => {} });
@@ -43,6 +53,8 @@ export async function startServer(
   const ring = new KeyRing(pool, { accessTokenTtl: auth.accessTokenTtl });
   const revocations = new SessionRevocations(target.authenticatorUrl, auth);
   await revocations.start();
+  const notifications = new EventNotifications(target.authenticatorUrl);
+  await notifications.start();
   const graphql = createGraphql(pool);
   const app = createApp({
     pool,
@@ -50,7 +62,24 @@ export async function startServer(
     logger: createLogger('silent'),
     trustProxy: options.trustProxy ?? false,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-    routes: [...serviceRoutes({ pool, ring, graphql, auth }), ...(options.extraRoutes ?? [])],
+    routes: [
+      ...serviceRoutes({
+        pool,
+        ring,
+        graphql,
+        auth,
+        events: {
+          notifications,
+          streamsPerUser: options.streamsPerUser ?? 5,
+          heartbeatMs: options.heartbeatMs,
+          maxReplay: options.maxReplay,
+          sessionEnded: (tenantId, sessionId) => revocations.isRevoked(tenantId, sessionId),
+        },
+        // Test receivers listen on loopback; the address rule has tests of its own.
+        webhooks: { allowPrivate: options.webhookAllowPrivate ?? true, timeoutMs: 2000 },
+      }),
+      ...(options.extraRoutes ?? []),
+    ],
   });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
@@ -58,10 +87,11 @@ export async function startServer(
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
     await graphql.release();
+    await notifications.stop();
     await revocations.stop();
     await pool.end();
   });
-  return { port: (server.address() as AddressInfo).port, pool, ring };
+  return { port: (server.address() as AddressInfo).port, pool, ring, notifications };
 }
 
 export interface SpawnedServer {

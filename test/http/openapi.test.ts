@@ -5,6 +5,7 @@ import test from 'ava';
 import { addTenant } from '../../db/tenants.ts';
 import type pg from 'pg';
 import { openapiDocument } from '../../rest-adapter/openapi.ts';
+import type { EventNotifications } from '../../db/event-notifications.ts';
 import type { KeyRing } from '../../server/auth/keys.ts';
 import type { Graphql } from '../../server/graphql.ts';
 import { serviceRoutes } from '../../server/routes.ts';
@@ -90,6 +91,8 @@ test('every route the service mounts is a documented operation, and every operat
     ring: {} as KeyRing,
     graphql: {} as Graphql,
     auth: { accessTokenTtl: 600, refreshTokenTtl: 86_400 },
+    events: { notifications: {} as EventNotifications, streamsPerUser: 5 },
+    webhooks: { allowPrivate: false, timeoutMs: 1000 },
   });
   const documented = openapiDocument().paths as Record<string, Record<string, unknown>>;
   const operation = (method: string, path: string) =>

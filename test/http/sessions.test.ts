@@ -129,7 +129,10 @@ test('the server purges stale throttle rows, used refresh tokens and ended sessi
                             last_failure_at = now() - interval '2 hours', blocked_until = null`);
   await owner.query(`update weld_private.sessions set revoked_at = now() - interval '2 days',
                             revoked_reason = 'logout'`);
-  const housekeeping = startHousekeeping(first.pool, createLogger('silent'), 100);
+  const housekeeping = startHousekeeping(first.pool, createLogger('silent'), {
+    eventRetentionDays: 30,
+    everyMs: 100,
+  });
   t.teardown(() => housekeeping.stop());
   let left = -1;
   for (let i = 0; i < 60 && left !== 0; i++) {

@@ -1,0 +1,393 @@
+// The change feed over HTTP: the outbox of migration 000010 (weld_public.events), read in id order.
+//
+//   GET /events          a page of events after a cursor, oldest first; with `wait` a long-poll
+//                        that answers as soon as an event after the cursor commits
+//   GET /events/stream   the same events as Server-Sent Events, resumable with Last-Event-ID
+//
+// Why `id > cursor` never skips an event: ids are taken at commit, in commit order within a
+// tenant (the migration's header), so an event that becomes visible later always has a higher id
+// than every event a reader has seen. Readers hold no database connection while they wait: a
+// notification of a commit for their tenant (db/event-notifications.ts) wakes them to read again.
+// Every read runs as the caller, so row security shows each tenant only its own events.
+import type { Request, Response } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { prepared } from '../db/database.ts';
+import type { EventNotifications } from '../db/event-notifications.ts';
+import { EVENT_PAGE_SIZE, EVENT_TYPES } from '../db/vocabulary.ts';
+import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import { inDatabase } from './resource.ts';
+
+//------------------------------------------------------------------------------------------------
+// Shapes
+
+export const Event = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[0-9]+$/)
+      .describe('the cursor: ids grow in commit order within a tenant (a decimal string)'),
+    type: z.enum(EVENT_TYPES),
+    subjectId: z.uuid().describe('the id of the resource that changed'),
+    actorId: z
+      .uuid()
+      .nullable()
+      .describe(
+        'the user whose request made the change; null outside a request (a DBA, an import)',
+      ),
+    occurredAt: z.iso.datetime().describe("the changing transaction's time"),
+    data: z
+      .record(z.string(), z.unknown())
+      .describe(
+        'the resource as its GET shows it after the change; for *.deleted, as it was last stored (without membership lists)',
+      ),
+    change: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe(
+        'weld.status_changed: {from, to, reason, cause, ndtRecordId}; a test package state change: {from, to}; else null',
+      ),
+  })
+  .describe('One committed change of a resource.');
+
+export const EventPage = z.object({
+  items: z.array(Event),
+  nextCursor: z
+    .string()
+    .describe(
+      'pass as `after` to read on: the last event of this page, or the `after` given when there is none (never null: the feed does not end)',
+    ),
+});
+
+/** An event id (a positive bigint), or `now`: the newest event at the time of the request. */
+const cursorValue = z
+  .string()
+  .regex(/^(now|[0-9]{1,19})$/, 'must be an event id or now')
+  // zod runs refinements after a failed regex too: look only at digits.
+  .refine((value) => !/^[0-9]+$/.test(value) || BigInt(value) < 2n ** 63n, 'is too large');
+
+const typeList = z
+  .string()
+  .transform((value) => value.split(','))
+  .pipe(
+    z.array(z.enum(EVENT_TYPES, { error: 'is not an event type (see the Event schema)' })).min(1),
+  )
+  .describe('one or several event types, comma-separated (default: every type)');
+
+export const EventQuery = z.strictObject({
+  after: cursorValue
+    .optional()
+    .describe(
+      'events after this id (nextCursor of the previous page); `now`: only events after the newest one; default: from the oldest kept',
+    ),
+  types: typeList.optional(),
+  subjectId: z.uuid().optional().describe("one resource's events"),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(EVENT_PAGE_SIZE.max)
+    .default(EVENT_PAGE_SIZE.default)
+    .describe(`page size, 1 to ${EVENT_PAGE_SIZE.max} (default ${EVENT_PAGE_SIZE.default})`),
+  wait: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(30)
+    .default(0)
+    .describe(
+      'long-poll: when no event follows the cursor, wait up to this many seconds for one (0 to 30)',
+    ),
+});
+
+export const EventStreamQuery = z.strictObject({
+  after: cursorValue
+    .optional()
+    .describe(
+      'start after this event id (Last-Event-ID, when sent, takes precedence); default: now',
+    ),
+  types: typeList.optional(),
+});
+
+//------------------------------------------------------------------------------------------------
+// Reading
+
+interface EventRow {
+  id: string;
+  type: string;
+  subjectId: string;
+  actorId: string | null;
+  occurredAt: Date;
+  data: Record<string, unknown>;
+  change: Record<string, unknown> | null;
+}
+
+interface EventRead {
+  /** The cursor the read started after (`now` resolved). */
+  after: string;
+  rows: EventRow[];
+}
+
+interface Filter {
+  types?: string[] | undefined;
+  subjectId?: string | undefined;
+}
+
+/** Why a cursor cannot be followed: its events have been purged (EVENT_RETENTION_DAYS). */
+const cursorExpired = (purgedThrough: string) =>
+  new HttpProblem(410, {
+    type: '/problems/cursor-expired',
+    title: 'Cursor expired',
+    detail: `Events up to ${purgedThrough} have been purged, so some after this cursor are gone; read the resources again, then follow the feed from after=now.`,
+    extensions: { purgedThrough },
+  });
+
+/**
+ * One read in one transaction: `now` resolved to the newest event id, the cursor checked against
+ * the purge watermark (unless it was not given), then up to `limit` events after it.
+ */
+async function readEvents(
+  db: pg.PoolClient,
+  after: string | undefined,
+  filter: Filter,
+  limit: number,
+): Promise<EventRead> {
+  let cursor = after ?? '0';
+  if (after === 'now') {
+    const { rows } = await db.query<{ head: string }>(
+      prepared('select coalesce(max(id), 0)::text as head from weld_public.events', []),
+    );
+    cursor = rows[0]!.head;
+  } else if (after !== undefined) {
+    const { rows } = await db.query<{ purged: string }>(
+      prepared(
+        `select purged_through::text as purged from weld_hidden.event_purges
+          where purged_through > $1::bigint`,
+        [after],
+      ),
+    );
+    if (rows[0]) throw cursorExpired(rows[0].purged);
+  }
+  const { rows } = await db.query<EventRow>(
+    prepared(
+      `select e.id::text as id, e.type, e.subject_id as "subjectId", e.actor_id as "actorId",
+              e.occurred_at as "occurredAt", e.data, e.change
+         from weld_public.events e
+        where e.id > $1::bigint
+          and ($2::text[] is null or e.type = any($2::text[]))
+          and ($3::uuid is null or e.subject_id = $3::uuid)
+        order by e.id
+        limit $4`,
+      [cursor, filter.types ?? null, filter.subjectId ?? null, limit],
+    ),
+  );
+  return { after: cursor, rows };
+}
+
+/** Aborts when the client goes away (a long-poll or a stream then stops at once). */
+function clientGone(req: Request, res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => controller.abort());
+  req.once('aborted', () => controller.abort());
+  return controller.signal;
+}
+
+//------------------------------------------------------------------------------------------------
+// Routes
+
+export interface EventOptions {
+  notifications: EventNotifications;
+  /** Open streams one user may hold on this instance; one more is 429. */
+  streamsPerUser: number;
+  /** A comment line this often keeps proxies from closing a quiet stream. */
+  heartbeatMs?: number;
+  /** Events a stream replays before it is live; a client further behind is told to resync. */
+  maxReplay?: number;
+  /** True when the session has ended (logout, a disabled user): its streams close. */
+  sessionEnded?: (tenantId: string, sessionId: string) => boolean;
+  /** True once the instance is shutting down: long-polls answer and streams end at once. */
+  isDraining?: () => boolean;
+}
+
+const STREAM_PAGE = 100;
+const DRAIN_TIMEOUT_MS = 30_000;
+
+export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions): Route[] {
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const maxReplay = options.maxReplay ?? 10_000;
+  /** `${tenant} ${user}` -> open streams on this instance. */
+  const openStreams = new Map<string, number>();
+
+  const feed: Route = {
+    method: 'GET',
+    path: `${prefix}/events`,
+    handler: async (req, res) => {
+      const parsed = EventQuery.safeParse(req.query);
+      if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+      const q = parsed.data;
+      const deadline = Date.now() + q.wait * 1000;
+      const gone = clientGone(req, res);
+      // Watch before the first read: a commit between the read and the wait still wakes us.
+      const watch = q.wait > 0 ? options.notifications.watch(req.tenant!.id) : undefined;
+      try {
+        let after = q.after;
+        for (;;) {
+          const read = await inDatabase(pool, req, (db) => readEvents(db, after, q, q.limit + 1));
+          after = read.after; // `now` is resolved once: later reads continue from it
+          const waitMs = deadline - Date.now();
+          const stop = gone.aborted || options.isDraining?.();
+          if (read.rows.length > 0 || !watch || waitMs <= 0 || stop) {
+            sendEvents(req, res, read.rows, q.limit, read.after);
+            return;
+          }
+          await watch.wait(waitMs, gone);
+        }
+      } finally {
+        watch?.close();
+      }
+    },
+  };
+
+  const stream: Route = {
+    method: 'GET',
+    path: `${prefix}/events/stream`,
+    handler: async (req, res) => {
+      const parsed = EventStreamQuery.safeParse(req.query);
+      if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+      const lastEventId = req.get('last-event-id');
+      const resumeFrom = lastEventId === undefined ? undefined : cursorValue.safeParse(lastEventId);
+      if (resumeFrom && !resumeFrom.success) {
+        throw problems.validation([{ parameter: 'Last-Event-ID', detail: 'must be an event id' }]);
+      }
+      const identity = req.identity!;
+      const key = `${req.tenant!.id} ${identity.userId}`;
+      const open = openStreams.get(key) ?? 0;
+      if (open >= options.streamsPerUser) {
+        throw new HttpProblem(429, {
+          type: '/problems/too-many-streams',
+          title: 'Too many streams',
+          detail: `This user has ${open} event streams open here, the most allowed; close one first.`,
+          headers: { 'Retry-After': '10' },
+        });
+      }
+      // The first read checks the cursor and the caller's rights, before the stream is answered.
+      const filter = { types: parsed.data.types };
+      let pending: EventRead | undefined = await inDatabase(pool, req, (db) =>
+        readEvents(db, resumeFrom?.data ?? parsed.data.after ?? 'now', filter, STREAM_PAGE),
+      );
+      openStreams.set(key, open + 1);
+      const gone = clientGone(req, res);
+      const watch = options.notifications.watch(req.tenant!.id);
+      // The stream lasts as long as the token it was opened with; the client reconnects with a
+      // fresh one (EventSource does, with the cookie the app has refreshed meanwhile).
+      const expiry = setTimeout(
+        () => res.end(),
+        Math.max((identity.expiresAt ?? 0) - Date.now(), 0),
+      );
+      res.once('close', () => {
+        clearTimeout(expiry);
+        watch.close();
+        const now = (openStreams.get(key) ?? 1) - 1;
+        if (now > 0) openStreams.set(key, now);
+        else openStreams.delete(key);
+      });
+
+      res.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        'X-Accel-Buffering': 'no', // nginx: do not buffer the stream
+      });
+      res.write('retry: 3000\n\n');
+
+      let cursor = pending.after;
+      let replayed = 0;
+      try {
+        while (!gone.aborted && !res.writableEnded) {
+          const read: EventRead =
+            pending ??
+            (await inDatabase(pool, req, (db) => readEvents(db, cursor, filter, STREAM_PAGE)));
+          pending = undefined;
+          for (const row of read.rows) {
+            res.write(`id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(row)}\n\n`);
+            cursor = row.id;
+          }
+          const behind = read.rows.length === STREAM_PAGE;
+          replayed = behind ? replayed + read.rows.length : 0;
+          if (replayed >= maxReplay) {
+            resync(res, cursor, `more than ${maxReplay} events behind`);
+            return;
+          }
+          // Bounded memory: the next page is read only once this one has left.
+          if (res.writableNeedDrain && !(await drained(res, gone))) {
+            res.end();
+            return;
+          }
+          if (behind) continue;
+          const woken = await watch.wait(heartbeatMs, gone);
+          if (
+            options.isDraining?.() ||
+            options.sessionEnded?.(req.tenant!.id, identity.sessionId)
+          ) {
+            res.end();
+            return;
+          }
+          if (!woken && !gone.aborted) res.write(': heartbeat\n\n');
+        }
+      } catch (error) {
+        // The stream has begun: a problem can no longer be the answer. The client reconnects
+        // with Last-Event-ID and loses nothing.
+        if (error instanceof HttpProblem && error.status === 410) {
+          resync(res, cursor, 'the cursor points into purged events');
+          return;
+        }
+        req.log.warn({ err: error }, 'event stream ended by an error');
+        res.end();
+      }
+    },
+  };
+  return [feed, stream];
+}
+
+/** Items and the cursor to read on; a full page says more may be ready (Link rel=next). */
+function sendEvents(
+  req: Request,
+  res: Response,
+  rows: EventRow[],
+  limit: number,
+  after: string,
+): void {
+  const items = rows.slice(0, limit);
+  const nextCursor = items.at(-1)?.id ?? after;
+  if (rows.length > limit) {
+    const query = new URLSearchParams(req.query as Record<string, string>);
+    query.set('after', nextCursor);
+    query.delete('wait');
+    res.setHeader('Link', `<${req.baseUrl}${req.path}?${query.toString()}>; rel="next"`);
+  }
+  res.setHeader('Cache-Control', 'no-store');
+  res.json({ items, nextCursor });
+}
+
+/** Tells the client to read the resources again, then ends the stream. */
+function resync(res: Response, cursor: string, reason: string): void {
+  res.write(`event: resync\ndata: ${JSON.stringify({ reason, after: cursor })}\n\n`);
+  res.end();
+}
+
+/** Resolves true once the socket has taken what was written, false on timeout or close. */
+function drained(res: Response, gone: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      gone.removeEventListener('abort', onGone);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onGone = () => done(false);
+    const timer = setTimeout(() => done(false), DRAIN_TIMEOUT_MS);
+    res.on('drain', onDrain);
+    gone.addEventListener('abort', onGone, { once: true });
+  });
+}

@@ -1,0 +1,387 @@
+// Webhook endpoints, managed by admins (the grants of migration 000010 say so: other roles get
+// 403), and delivered by the worker of server/webhook-worker.ts:
+//
+//   POST   /webhooks                    register {url, eventTypes?, description?, active?}; the
+//                                       answer carries the signing secret, the only time it is shown
+//   GET    /webhooks, /webhooks/{id}    the endpoints (keyset pages), one endpoint (ETag)
+//   PATCH  /webhooks/{id}               change url, eventTypes, description, active (If-Match);
+//                                       active=true again clears a disabled endpoint's failure
+//   DELETE /webhooks/{id}               204
+//   POST   /webhooks/{id}/rotate-secret a new secret, shown once; the old one stops at once
+//   POST   /webhooks/{id}/test          sends a webhook.test message now and answers with the attempt
+//   GET    /webhooks/{id}/deliveries    every attempt with its answer, newest first
+//
+// Not a generic resource (resource.ts): its create answers with a secret, which must never be
+// stored as an idempotent replay, so POST /webhooks takes no Idempotency-Key.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { z } from 'zod';
+import { prepared } from '../db/database.ts';
+import { EVENT_TYPES } from '../db/vocabulary.ts';
+import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import {
+  deliverWebhook,
+  newWebhookSecret,
+  webhookUrlProblem,
+} from '../server/http/webhook-delivery.ts';
+import {
+  cursorParam,
+  encodeCursor,
+  limitParam,
+  pageOf,
+  pageQuery,
+  sendPage,
+} from './pagination.ts';
+import { entityTags, expectedVersion, inDatabase, pathId, sendItem, stale } from './resource.ts';
+
+/** Endpoints one tenant may register: enough for every integration, too few to amplify traffic. */
+export const MAX_WEBHOOKS_PER_TENANT = 20;
+
+export const Webhook = z
+  .object({
+    id: z.uuid(),
+    url: z.string().describe('where events are POSTed'),
+    eventTypes: z
+      .array(z.enum(EVENT_TYPES))
+      .describe('the event types it receives; empty: every type'),
+    description: z.string().nullable(),
+    active: z
+      .boolean()
+      .describe('false: nothing is sent (set by an admin, or after 24 h of failures)'),
+    disabledReason: z
+      .string()
+      .nullable()
+      .describe('why the service disabled it (failing for 24 hours, with the last answer)'),
+    failingSince: z.iso
+      .datetime()
+      .nullable()
+      .describe('the first failed attempt of the current run of failures'),
+    nextAttemptAt: z.iso
+      .datetime()
+      .nullable()
+      .describe('while failing: when the next retry goes out'),
+    lastEventId: z
+      .string()
+      .describe('events up to this id have been delivered (or were not of its types)'),
+    version: z.number().int(),
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+  })
+  .describe('An endpoint that receives the tenant\u2019s events, signed, in order, at least once.');
+
+export const WebhookWithSecret = Webhook.extend({
+  secret: z
+    .string()
+    .describe(
+      'whsec_ and 32 bytes in base64: the HMAC-SHA256 key (the bytes) of webhook-signature. Shown only in this answer',
+    ),
+});
+
+const eventTypes = z
+  .array(z.enum(EVENT_TYPES))
+  .max(EVENT_TYPES.length)
+  .refine((types) => new Set(types).size === types.length, 'lists a type twice');
+
+export const WebhookCreate = z.strictObject({
+  url: z.string().min(1).max(2000),
+  eventTypes: eventTypes.optional().describe('default: every type'),
+  description: z.string().max(500).nullable().optional(),
+  active: z.boolean().optional().describe('default true'),
+});
+
+export const WebhookPatch = z.strictObject({
+  url: z.string().min(1).max(2000).optional(),
+  eventTypes: eventTypes.optional(),
+  description: z.string().max(500).nullable().optional(),
+  active: z.boolean().optional(),
+});
+
+export const WebhookDelivery = z
+  .object({
+    id: z.string().describe('attempts are numbered in the order made'),
+    messageId: z
+      .string()
+      .describe('the webhook-id header: the event id, or ping_<uuid> for a test'),
+    eventId: z.string().nullable(),
+    eventType: z.string(),
+    attempt: z.number().int().describe('1 for the first try of this message'),
+    status: z.number().int().nullable().describe("the endpoint's HTTP status; null: no answer"),
+    response: z.string().nullable().describe('the first 1,000 characters of the answer'),
+    error: z.string().nullable().describe('why there was no usable answer (timeout, refused, ...)'),
+    durationMs: z.number().int(),
+    attemptedAt: z.iso.datetime(),
+  })
+  .describe('One attempt to deliver a message to an endpoint.');
+
+export const WebhookPage = pageOf(Webhook);
+export const WebhookDeliveryPage = z.object({
+  items: z.array(WebhookDelivery),
+  nextCursor: z
+    .string()
+    .nullable()
+    .describe('pass as `cursor` for older attempts; null on the last'),
+});
+
+export const WebhookListQuery = z.strictObject({
+  limit: limitParam,
+  cursor: cursorParam.optional(),
+});
+export const DeliveryListQuery = z.strictObject({
+  limit: limitParam,
+  cursor: z
+    .string()
+    .regex(/^[0-9]{1,18}$/, 'not a cursor this service issued')
+    .optional()
+    .describe('nextCursor of the previous page'),
+});
+
+const SELECT = `select r.id, r.url, r.event_types as "eventTypes", r.description, r.active,
+  r.disabled_reason as "disabledReason", r.failing_since as "failingSince",
+  case when r.failing_since is not null and r.active then r.next_attempt_at end as "nextAttemptAt",
+  r.last_event_id::text as "lastEventId", r.version, r.created_at as "createdAt",
+  r.updated_at as "updatedAt"
+  from weld_hidden.webhooks r`;
+
+const DELIVERY_SELECT = `select d.id::text as id, d.message_id as "messageId",
+  d.event_id::text as "eventId", d.event_type as "eventType", d.attempt, d.status, d.response,
+  d.error, d.duration_ms as "durationMs", d.attempted_at as "attemptedAt"
+  from weld_hidden.webhook_deliveries d`;
+
+const notFound = () => problems.notFound('No such webhook.');
+
+export interface WebhookOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+}
+
+function checkUrl(url: string | undefined, allowPrivate: boolean): void {
+  if (url === undefined) return;
+  const problem = webhookUrlProblem(url, allowPrivate);
+  if (problem) throw problems.validation([{ pointer: '/url', detail: problem }]);
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown, where: 'body' | 'parameter') {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) {
+    throw problems.validation(zodIssues(parsed.error, where));
+  }
+  return parsed.data;
+}
+
+async function readWebhook(db: pg.PoolClient, id: string) {
+  const { rows } = await db.query<{ version: number }>(prepared(`${SELECT} where r.id = $1`, [id]));
+  return rows[0];
+}
+
+export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOptions): Route[] {
+  const base = `${prefix}/webhooks`;
+  return [
+    {
+      method: 'POST',
+      path: base,
+      body: true,
+      handler: async (req, res) => {
+        const body = parse(WebhookCreate, req.body, 'body');
+        checkUrl(body.url, options.allowPrivate);
+        const secret = newWebhookSecret();
+        const item = await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<{ n: number }>(
+            prepared('select count(*)::int as n from weld_hidden.webhooks', []),
+          );
+          if (rows[0]!.n >= MAX_WEBHOOKS_PER_TENANT) {
+            throw new HttpProblem(409, {
+              type: '/problems/too-many-webhooks',
+              title: 'Too many webhooks',
+              detail: `A tenant may register at most ${MAX_WEBHOOKS_PER_TENANT} webhooks; delete one first.`,
+            });
+          }
+          const inserted = await db.query<{ id: string }>(
+            prepared(
+              `insert into weld_hidden.webhooks (url, event_types, description, active, secret)
+               values ($1, $2, $3, $4, $5) returning id`,
+              [
+                body.url,
+                body.eventTypes ?? [],
+                body.description ?? null,
+                body.active ?? true,
+                secret,
+              ],
+            ),
+          );
+          return (await readWebhook(db, inserted.rows[0]!.id))!;
+        });
+        const id = (item as unknown as { id: string }).id;
+        res.setHeader('Location', `${base}/${id}`);
+        res.setHeader('ETag', `"${item.version}"`);
+        res.setHeader('Cache-Control', 'no-store');
+        res.status(201).json({ ...item, secret });
+      },
+    },
+    {
+      method: 'GET',
+      path: base,
+      handler: async (req, res) => {
+        const q = parse(WebhookListQuery, req.query, 'parameter');
+        const { rows } = await inDatabase(pool, req, (db) =>
+          db.query<{ id: string }>(pageQuery(SELECT, [], q.cursor, q.limit)),
+        );
+        sendPage(req, res, rows, q.limit, (row) => encodeCursor(row.id));
+      },
+    },
+    {
+      method: 'GET',
+      path: `${base}/:id`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'webhook');
+        const item = await inDatabase(pool, req, (db) => readWebhook(db, id));
+        if (!item) throw notFound();
+        const wanted = entityTags(req.get('if-none-match'));
+        if (wanted && (wanted.includes('*') || wanted.includes(`"${item.version}"`))) {
+          res.setHeader('ETag', `"${item.version}"`);
+          res.status(304).end();
+          return;
+        }
+        sendItem(res, item);
+      },
+    },
+    {
+      method: 'PATCH',
+      path: `${base}/:id`,
+      body: true,
+      handler: async (req, res) => {
+        const id = pathId(req, 'webhook');
+        const body = parse(WebhookPatch, req.body, 'body');
+        checkUrl(body.url, options.allowPrivate);
+        const expected = expectedVersion(req);
+        const item = await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<{ version: number }>(
+            prepared('select version from weld_hidden.webhooks where id = $1 for update', [id]),
+          );
+          if (!rows[0]) throw notFound();
+          if (expected !== null && expected !== rows[0].version) throw stale(rows[0].version);
+          await db.query(
+            prepared(
+              `update weld_hidden.webhooks
+                  set url = coalesce($2, url), event_types = coalesce($3, event_types),
+                      description = case when $4 then $5 else description end,
+                      active = coalesce($6, active)
+                where id = $1`,
+              [
+                id,
+                body.url ?? null,
+                body.eventTypes ?? null,
+                body.description !== undefined,
+                body.description ?? null,
+                body.active ?? null,
+              ],
+            ),
+          );
+          return (await readWebhook(db, id))!;
+        });
+        sendItem(res, item);
+      },
+    },
+    {
+      method: 'DELETE',
+      path: `${base}/:id`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'webhook');
+        const expected = expectedVersion(req);
+        await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<{ version: number }>(
+            prepared('delete from weld_hidden.webhooks where id = $1 returning version', [id]),
+          );
+          if (!rows[0]) throw notFound();
+          if (expected !== null && expected !== rows[0].version) throw stale(rows[0].version);
+        });
+        res.status(204).end();
+      },
+    },
+    {
+      method: 'POST',
+      path: `${base}/:id/rotate-secret`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'webhook');
+        const secret = newWebhookSecret();
+        const item = await inDatabase(pool, req, async (db) => {
+          const { rowCount } = await db.query(
+            prepared('update weld_hidden.webhooks set secret = $2 where id = $1', [id, secret]),
+          );
+          if (!rowCount) throw notFound();
+          return (await readWebhook(db, id))!;
+        });
+        res.setHeader('ETag', `"${item.version}"`);
+        res.setHeader('Cache-Control', 'no-store');
+        res.json({ ...item, secret });
+      },
+    },
+    {
+      method: 'POST',
+      path: `${base}/:id/test`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'webhook');
+        const endpoint = await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<{ url: string; secret: string }>(
+            prepared('select url, secret from weld_hidden.webhooks where id = $1', [id]),
+          );
+          return rows[0];
+        });
+        if (!endpoint) throw notFound();
+        const messageId = `ping_${randomUUID()}`;
+        const body = JSON.stringify({
+          id: messageId,
+          type: 'webhook.test',
+          occurredAt: new Date().toISOString(),
+          data: { webhookId: id },
+        });
+        // Sent outside any transaction: a slow endpoint holds no database connection.
+        const answer = await deliverWebhook(
+          { url: endpoint.url, secret: endpoint.secret, messageId, body },
+          options,
+        );
+        const delivery = await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<Record<string, unknown>>(
+            prepared(
+              `with d as (
+                 insert into weld_hidden.webhook_deliveries
+                   (webhook_id, message_id, event_type, attempt, status, response, error, duration_ms)
+                 values ($1, $2, 'webhook.test', 1, $3, $4, $5, $6) returning *)
+               ${DELIVERY_SELECT.replace('weld_hidden.webhook_deliveries d', 'd')}`,
+              [
+                id,
+                messageId,
+                answer.status ?? null,
+                answer.response ?? null,
+                answer.error ?? null,
+                answer.durationMs,
+              ],
+            ),
+          );
+          return rows[0];
+        });
+        res.json(delivery);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${base}/:id/deliveries`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'webhook');
+        const q = parse(DeliveryListQuery, req.query, 'parameter');
+        const rows = await inDatabase(pool, req, async (db) => {
+          if (!(await readWebhook(db, id))) throw notFound();
+          const result = await db.query<{ id: string }>(
+            prepared(
+              `${DELIVERY_SELECT} where d.webhook_id = $1 and ($2::bigint is null or d.id < $2::bigint)
+                order by d.id desc limit $3`,
+              [id, q.cursor ?? null, q.limit + 1],
+            ),
+          );
+          return result.rows;
+        });
+        sendPage(req, res, rows, q.limit, (row) => row.id);
+      },
+    },
+  ];
+}

@@ -1,0 +1,134 @@
+// The webhook delivery worker: runs inside every server instance and sends each endpoint its
+// events, in event order, at least once (migration 000010, section 5, holds the state).
+//
+//   claim    weld_hidden.claim_webhook_deliveries leases endpoints that are due and have an event
+//            waiting (FOR UPDATE SKIP LOCKED: instances never claim the same endpoint), each with
+//            its next event
+//   send     server/http/webhook-delivery.ts: signed POST, outside any transaction
+//   finish   weld_hidden.finish_webhook_delivery records the attempt and moves the endpoint past
+//            the event on a 2xx, or schedules the retry (exponential backoff), or disables it after
+//            failing for WEBHOOK_GIVE_UP_HOURS
+//
+// It works whenever a commit is announced (db/event-notifications.ts) and at least every
+// pollMs, for retries that come due and commits announced while the listener was away. An
+// instance that dies mid-send leaves a lease that runs out; the event is then sent again (at
+// least once), with the same webhook-id so the receiver can tell.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { EventNotifications } from '../db/event-notifications.ts';
+import type { Logger } from './http/log.ts';
+import { deliverWebhook } from './http/webhook-delivery.ts';
+
+export interface WebhookWorkerOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** The first retry's delay; each further one doubles, up to an hour. */
+  retryBaseMs: number;
+  giveUpHours: number;
+  pollMs: number;
+  /** Endpoints worked on at once by this instance. */
+  concurrency: number;
+}
+
+const MAX_RETRY_MS = 3_600_000;
+
+interface Claimed {
+  tenant_id: string;
+  webhook_id: string;
+  url: string;
+  secret: string;
+  attempt: number;
+  event_id: string;
+  event_type: string;
+  subject_id: string;
+  actor_id: string | null;
+  occurred_at: Date;
+  data: unknown;
+  change: unknown;
+}
+
+/** The delay before retry number `attempt` (1 = the first retry): base, 2 x base, ... 1 h. */
+export function retryDelayMs(attempt: number, baseMs: number): number {
+  return Math.min(baseMs * 2 ** Math.max(attempt - 1, 0), MAX_RETRY_MS);
+}
+
+export interface WebhookWorker {
+  /** Resolves when the in-flight deliveries are done. */
+  stop(): Promise<void>;
+}
+
+export function startWebhookWorker(
+  pool: pg.Pool,
+  notifications: EventNotifications,
+  logger: Logger,
+  options: WebhookWorkerOptions,
+): WebhookWorker {
+  const instance = `${process.pid}-${randomUUID()}`;
+  // A lease outlasts the longest attempt by far, so it never runs out under a live sender.
+  const leaseSeconds = Math.ceil((options.timeoutMs * 3) / 1000) + 30;
+  const stopping = new AbortController();
+  const watch = notifications.watch('*');
+
+  const deliver = async (job: Claimed): Promise<void> => {
+    const body = JSON.stringify({
+      id: job.event_id,
+      type: job.event_type,
+      subjectId: job.subject_id,
+      actorId: job.actor_id,
+      occurredAt: job.occurred_at.toISOString(),
+      data: job.data,
+      change: job.change,
+    });
+    const answer = await deliverWebhook(
+      { url: job.url, secret: job.secret, messageId: job.event_id, body },
+      options,
+    );
+    const retryMs = retryDelayMs(job.attempt + 1, options.retryBaseMs);
+    await pool.query(
+      'select weld_hidden.finish_webhook_delivery($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      [
+        job.tenant_id,
+        job.webhook_id,
+        instance,
+        job.event_id,
+        answer.status ?? null,
+        answer.durationMs,
+        answer.response ?? null,
+        answer.error ?? null,
+        retryMs,
+        options.giveUpHours * 3600,
+      ],
+    );
+  };
+
+  /** Claims and delivers until nothing is due. */
+  const drain = async () => {
+    for (;;) {
+      const { rows } = await pool.query<Claimed>(
+        'select * from weld_hidden.claim_webhook_deliveries($1, $2, $3)',
+        [instance, leaseSeconds, options.concurrency],
+      );
+      if (rows.length === 0 || stopping.signal.aborted) return;
+      await Promise.all(rows.map((job) => deliver(job)));
+    }
+  };
+
+  const loop = (async () => {
+    while (!stopping.signal.aborted) {
+      try {
+        await drain();
+      } catch (error) {
+        logger.warn({ err: error }, 'webhook delivery round failed');
+      }
+      await watch.wait(options.pollMs, stopping.signal);
+    }
+  })();
+
+  return {
+    stop: async () => {
+      stopping.abort();
+      watch.close();
+      await loop;
+    },
+  };
+}
