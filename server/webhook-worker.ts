@@ -26,7 +26,7 @@ export interface WebhookWorkerOptions {
   retryBaseMs: number;
   giveUpHours: number;
   pollMs: number;
-  /** Endpoints worked on at once by this instance. */
+  /** Endpoints this instance delivers to at once (its lanes). */
   concurrency: number;
 }
 
@@ -101,17 +101,21 @@ export function startWebhookWorker(
     );
   };
 
-  /** Claims and delivers until nothing is due. */
-  const drain = async () => {
+  /**
+   * Claims and delivers until nothing is due, in `concurrency` lanes that each take one endpoint
+   * at a time: a slow endpoint holds up its own lane only, never the others' deliveries.
+   */
+  const lane = async () => {
     for (;;) {
       const { rows } = await pool.query<Claimed>(
-        'select * from weld_hidden.claim_webhook_deliveries($1, $2, $3)',
-        [instance, leaseSeconds, options.concurrency],
+        'select * from weld_hidden.claim_webhook_deliveries($1, $2, 1)',
+        [instance, leaseSeconds],
       );
       if (rows.length === 0 || stopping.signal.aborted) return;
-      await Promise.all(rows.map((job) => deliver(job)));
+      await deliver(rows[0]!);
     }
   };
+  const drain = () => Promise.all(Array.from({ length: options.concurrency }, lane));
 
   const loop = (async () => {
     while (!stopping.signal.aborted) {
