@@ -1463,3 +1463,22 @@ test('SET CONSTRAINTS ALL IMMEDIATE in a request does not freeze its event befor
   });
   t.is(event.data.area, 'at commit');
 });
+
+test('deleting a tenant with resources and events works, announces nothing and leaves no event behind', async (t) => {
+  // The tenant's rows go by cascade, each firing the outbox at commit: for a tenant that is gone
+  // the outbox must write nothing (an event row would refer to no tenant and fail the commit).
+  const s = await setup(t);
+  const { a, b } = s;
+  // (Welds hold their ISO by RESTRICT, so only a tenant without welds can go: its ISO and welder.)
+  await s.one(a, 'engineer', `update weld_public.isos set area = 'gone soon' returning id`);
+  t.true((await s.eventsSince(a, '0')).length >= 3, 'the tenant has events');
+  const before = await s.mark();
+  await s.owner.query('delete from weld_public.tenants where id = $1', [a.tenantId]);
+  const left = await s.owner.query<{ n: number }>(
+    'select count(*)::int as n from weld_public.events where tenant_id = $1',
+    [a.tenantId],
+  );
+  t.is(left.rows[0]!.n, 0);
+  t.deepEqual(await s.eventsSince(b, before), [], "the other tenant's feed is untouched");
+  t.true((await s.eventsSince(b, '0')).length > 0, 'and keeps its own events');
+});
