@@ -47,8 +47,7 @@ for (const [network, bits] of [
   INTERNAL.addSubnet(network, bits, 'ipv4');
 }
 for (const [network, bits] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96], // unspecified, loopback, and the deprecated IPv4-compatible ::a.b.c.d
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
   ['ff00::', 8], // multicast
@@ -61,8 +60,14 @@ export function isInternalAddress(address: string): boolean {
   const family = net.isIP(address);
   if (family === 4) return INTERNAL.check(address, 'ipv4');
   if (family !== 6) return true; // not an address at all: refuse
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return INTERNAL.check(mapped[1]!, 'ipv4');
+  // IPv4-mapped (::ffff:a.b.c.d, or ::ffff:7f00:1 in hex): judged as the IPv4 address it is.
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (dotted) return INTERNAL.check(dotted[1]!, 'ipv4');
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (hex) {
+    const [high, low] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
+    return INTERNAL.check(`${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, 'ipv4');
+  }
   return INTERNAL.check(address, 'ipv6');
 }
 
@@ -78,7 +83,11 @@ export function webhookUrlProblem(text: string, allowPrivate: boolean): string |
   if (url.username || url.password) return 'must not carry credentials';
   if (url.hash) return 'must not have a fragment';
   if (allowPrivate) return undefined;
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  // Without brackets, and without the trailing dot of a fully qualified name (localhost.).
+  const host = url.hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.internal')) {
     return 'must not point at this machine or an internal network (WEBHOOK_ALLOW_PRIVATE)';
   }

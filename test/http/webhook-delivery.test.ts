@@ -228,6 +228,9 @@ test('internal addresses are refused at registration, and at delivery', async (t
   for (const url of [
     'http://127.0.0.1:1/x',
     'http://localhost/x',
+    'http://localhost./x', // the fully qualified form
+    'http://[::127.0.0.1]/x', // IPv4-compatible IPv6
+    'http://[::ffff:7f00:1]/x', // IPv4-mapped, in hex
     'http://10.0.0.1/x',
     'http://169.254.169.254/latest/meta-data',
     'http://[::1]/x',
