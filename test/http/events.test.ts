@@ -587,3 +587,28 @@ test("tenant B never sees tenant A's events: not by the feed, the stream or Grap
     [isoB.id],
   );
 });
+
+test('a stream ends when its session ends (logout), not only when its token expires', async (t) => {
+  const w = await world(t, { heartbeatMs: 200 });
+  const session = ok(await login(w.port, A, 'inspector'));
+  const stream = await openStream(w.port, A, '/events/stream', {
+    authorization: `Bearer ${session.accessToken}`,
+  });
+  t.is(stream.status, 200);
+  const loggedOut = await request(w.port, {
+    method: 'POST',
+    path: '/auth/logout',
+    host: A,
+    body: { refreshToken: session.refreshToken },
+  });
+  t.is(loggedOut.status, 204);
+  const ended = await Promise.race([
+    stream.ended.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000)),
+  ]);
+  t.true(ended, 'the stream closed after the logout');
+  const again = await openStream(w.port, A, '/events/stream', {
+    authorization: `Bearer ${session.accessToken}`,
+  });
+  t.is(again.status, 401, 'and cannot be opened again with that token');
+});
