@@ -34,6 +34,7 @@ import {
   sendPage,
 } from './pagination.ts';
 import { entityTags, expectedVersion, inDatabase, pathId, sendItem, stale } from './resource.ts';
+import { HistoryQuery } from './history.ts';
 
 /** Endpoints one tenant may register: enough for every integration, too few to amplify traffic. */
 export const MAX_WEBHOOKS_PER_TENANT = 20;
@@ -127,14 +128,8 @@ export const WebhookListQuery = z.strictObject({
   limit: limitParam,
   cursor: cursorParam.optional(),
 });
-export const DeliveryListQuery = z.strictObject({
-  limit: limitParam,
-  cursor: z
-    .string()
-    .regex(/^[0-9]{1,18}$/, 'not a cursor this service issued')
-    .optional()
-    .describe('nextCursor of the previous page'),
-});
+/** Attempts are numbered like history entries, and paged the same way (newest first here). */
+export const DeliveryListQuery = HistoryQuery;
 
 const SELECT = `select r.id, r.url, r.event_types as "eventTypes", r.description, r.active,
   r.disabled_reason as "disabledReason", r.failing_since as "failingSince",

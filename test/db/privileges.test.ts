@@ -184,6 +184,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.emit_event(tenant uuid, event_type text, subject uuid, data jsonb, change jsonb)':
       owner,
     'weld_private.event_data(kind text, tenant uuid, subject uuid)': owner,
+    'weld_private.events_suppressed()': owner,
     'weld_private.refresh_event(tenant uuid, kind text, subject uuid, data jsonb)': owner,
     'weld_private.transaction_event(tenant uuid, kind text, subject uuid)': owner,
     'weld_private.tg__outbox()': owner,

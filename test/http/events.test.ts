@@ -321,8 +321,9 @@ test('8 concurrent writers and a long-polling reader: every event once, in curso
 test('a long-poll answers within 100 ms of the commit, and an idle one after `wait`', async (t) => {
   const w = await world(t);
   const iso = ok(await w.a.engineer.post('/isos', { isoNumber: 'ISO-1', lineNumber: 'L-1' }), 201);
+  // Seven commits, and the median counts: one stall of a busy machine does not decide.
   const delays: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 7; i++) {
     const cursor = await head(w.a.viewer);
     const poll = w.a.viewer
       .get(`/events?after=${cursor}&wait=10`)
@@ -337,10 +338,8 @@ test('a long-poll answers within 100 ms of the commit, and an idle one after `wa
     delays.push(at - committedAt);
   }
   delays.sort((x, y) => x - y);
-  t.true(
-    delays[2]! < 100,
-    `median ${delays[2]!.toFixed(1)} ms after the commit (${delays.join(', ')})`,
-  );
+  const median = delays[3]!;
+  t.true(median < 100, `median ${median.toFixed(1)} ms after the commit (${delays.join(', ')})`);
 
   const cursor = await head(w.a.viewer);
   const started = performance.now();
