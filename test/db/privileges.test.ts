@@ -188,6 +188,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.refresh_event(tenant uuid, kind text, subject uuid, data jsonb)': owner,
     'weld_private.transaction_event(tenant uuid, kind text, subject uuid)': owner,
     'weld_private.tg__outbox()': owner,
+    'weld_private.tg_welds__package_open()': owner,
     'weld_private.tg__selection_closure()': owner,
     'weld_private.tg__selection_outbox()': owner,
     'weld_private.tg_webhooks__position()': owner,

@@ -254,6 +254,80 @@ test("a test package's ISOs and welds change, and it is deleted, only while it i
   t.is(Number(await members()), 0);
 });
 
+test('the welds of a package that is not open keep their data: none moves off or onto its ISOs (WD008)', async (t) => {
+  // Readiness was judged on the welds as they were: after the release, a weld of the package (on
+  // one of its ISOs, or listed by it) keeps its ISO, welder, WPS, sizes and date, and no weld
+  // joins its ISOs, until the package is open again. NDT results still move their statuses.
+  const { owner, a, as } = await setup(t);
+  const engineer = (sql: string, params: unknown[] = []) =>
+    as(a, 'engineer', (c) => c.query(sql, params));
+  const onIso = await a.weld();
+  const listed = await a.weld();
+  const elsewhere = await value<string>(
+    owner,
+    `insert into weld_public.isos (tenant_id, iso_number, line_number)
+     values ($1, 'ISO-FREE', 'L-FREE') returning id`,
+    [a.tenantId],
+  );
+  await engineer(`update weld_public.welds set iso_id = $2 where id = $1`, [listed, elsewhere]);
+  const free = await value<string>(
+    owner,
+    `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size)
+     values ($1, $2, 'W-FREE', 'BW', 4) returning id`,
+    [a.tenantId, elsewhere],
+  );
+  const pkg = await as(a, 'engineer', (c) =>
+    value<string>(
+      c,
+      `insert into weld_public.test_packages (package_number, test_medium) values ('TP-9', 'hydro') returning id`,
+    ),
+  );
+  await engineer(
+    `insert into weld_public.test_package_isos (test_package_id, iso_id) values ($1, $2)`,
+    [pkg, a.isoId],
+  );
+  await engineer(
+    `insert into weld_public.test_package_welds (test_package_id, weld_id) values ($1, $2)`,
+    [pkg, listed],
+  );
+  await owner.query(`update weld_public.test_packages set state = 'released' where id = $1`, [pkg]);
+
+  const refused = [
+    [`update weld_public.welds set welder_id = null where id = $1`, onIso],
+    [`update weld_public.welds set size = 6 where id = $1`, onIso],
+    [`update weld_public.welds set welded_on = '2026-01-01' where id = $1`, onIso],
+    [`update weld_public.welds set iso_id = '${elsewhere}' where id = $1`, onIso], // off its ISO
+    [`update weld_public.welds set iso_id = '${a.isoId}' where id = $1`, free], // onto it
+    [`update weld_public.welds set material = 'A333' where id = $1`, listed], // listed by it
+    [
+      `insert into weld_public.welds (iso_id, weld_number, type, size) values ('${a.isoId}', $1, 'BW', 4)`,
+      'W-NEW',
+    ],
+  ] as const;
+  for (const [sql, param] of refused) {
+    const error = await t.throwsAsync(engineer(sql, [param]), undefined, sql);
+    t.is(sqlstate(error), 'WD008', sql);
+    t.is(
+      error?.message,
+      'test package TP-9 is released; the data of its welds changes only while it is open',
+    );
+  }
+  // What stays possible: the status lifecycle, an unchanged value, a weld of no package.
+  await as(a, 'inspector', (c) =>
+    c.query(`select weld_public.change_weld_status($1, 'ACCEPTED', null, null)`, [onIso]),
+  );
+  await engineer(`update weld_public.welds set size = size where id = $1`, [onIso]);
+  await engineer(`update weld_public.welds set material = 'A106-B' where id = $1`, [free]);
+  // The owner is not held; and once the package is open again, its welds change.
+  await owner.query(`update weld_public.welds set material = 'by the DBA' where id = $1`, [onIso]);
+  await owner.query(`update weld_public.test_packages set state = 'open' where id = $1`, [pkg]);
+  const moved = await engineer(`update weld_public.welds set iso_id = $2 where id = $1`, [
+    onIso,
+    elsewhere,
+  ]);
+  t.is(moved.rowCount, 1);
+});
+
 test('a test package moves open -> released -> tested -> closed, or back from released to open; nothing else (WD008)', async (t) => {
   const { owner, a, as } = await setup(t);
   const states = ['open', 'released', 'tested', 'closed'];
