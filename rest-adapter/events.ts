@@ -16,6 +16,7 @@ import { prepared } from '../db/database.ts';
 import type { EventNotifications } from '../db/event-notifications.ts';
 import { EVENT_PAGE_SIZE, EVENT_TYPES } from '../db/vocabulary.ts';
 import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
+import { authProblems } from '../server/http/session.ts';
 import type { Route } from '../server/http/route.ts';
 import { inDatabase } from './resource.ts';
 
@@ -126,6 +127,8 @@ interface EventRow {
 interface EventRead {
   /** The cursor the read started after (`now` resolved). */
   after: string;
+  /** Where the reader continues (see readEvents). */
+  next: string;
   rows: EventRow[];
 }
 
@@ -144,8 +147,12 @@ const cursorExpired = (purgedThrough: string) =>
   });
 
 /**
- * One read in one transaction: `now` resolved to the newest event id, the cursor checked against
- * the purge watermark (unless it was not given), then up to `limit` events after it.
+ * One read in one transaction: the newest event id first (the head), then up to `limit` events
+ * after the cursor, then the purge watermark (read after the page, so a purge that ran before or
+ * during the read is seen). `next` is where the reader continues: the last event read, or, when
+ * the page is not full, the head read before it; ids follow commit order, so every event at or
+ * below that head was visible to the page read, and a filtered reader moves past what it does not
+ * want instead of scanning it again.
  */
 async function readEvents(
   db: pg.PoolClient,
@@ -153,22 +160,11 @@ async function readEvents(
   filter: Filter,
   limit: number,
 ): Promise<EventRead> {
-  let cursor = after ?? '0';
-  if (after === 'now') {
-    const { rows } = await db.query<{ head: string }>(
-      prepared('select coalesce(max(id), 0)::text as head from weld_public.events', []),
-    );
-    cursor = rows[0]!.head;
-  } else if (after !== undefined) {
-    const { rows } = await db.query<{ purged: string }>(
-      prepared(
-        `select purged_through::text as purged from weld_hidden.event_purges
-          where purged_through > $1::bigint`,
-        [after],
-      ),
-    );
-    if (rows[0]) throw cursorExpired(rows[0].purged);
-  }
+  const { rows: heads } = await db.query<{ head: string }>(
+    prepared('select coalesce(max(id), 0)::text as head from weld_public.events', []),
+  );
+  const head = heads[0]!.head;
+  const cursor = after === 'now' ? head : (after ?? '0');
   const { rows } = await db.query<EventRow>(
     prepared(
       `select e.id::text as id, e.type, e.subject_id as "subjectId", e.actor_id as "actorId",
@@ -182,7 +178,19 @@ async function readEvents(
       [cursor, filter.types ?? null, filter.subjectId ?? null, limit],
     ),
   );
-  return { after: cursor, rows };
+  if (after !== undefined && after !== 'now') {
+    const { rows: purged } = await db.query<{ purged: string }>(
+      prepared(
+        `select purged_through::text as purged from weld_hidden.event_purges
+          where purged_through > $1::bigint`,
+        [after],
+      ),
+    );
+    if (purged[0]) throw cursorExpired(purged[0].purged);
+  }
+  const last = rows.at(-1)?.id ?? cursor;
+  const next = rows.length < limit && BigInt(head) > BigInt(last) ? head : last;
+  return { after: cursor, next, rows };
 }
 
 /** Aborts when the client goes away (a long-poll or a stream then stops at once). */
@@ -216,8 +224,39 @@ const DRAIN_TIMEOUT_MS = 30_000;
 export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions): Route[] {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxReplay = options.maxReplay ?? 10_000;
-  /** `${tenant} ${user}` -> open streams on this instance. */
-  const openStreams = new Map<string, number>();
+  /** `${tenant} ${user}` -> the user's open streams and waiting long-polls on this instance. */
+  const places = new Map<string, number>();
+
+  /**
+   * Takes one of the user's places for a stream or a waiting long-poll, before anything is awaited
+   * (so that concurrent requests cannot all pass the check), or refuses with 429. The place is
+   * given back once, when the request ends, whichever way it ends.
+   */
+  const takePlace = (req: Request, res: Response): (() => void) => {
+    const key = `${req.tenant!.id} ${req.identity!.userId}`;
+    const open = places.get(key) ?? 0;
+    if (open >= options.streamsPerUser) {
+      throw new HttpProblem(429, {
+        type: '/problems/too-many-streams',
+        title: 'Too many streams',
+        detail: `This user has ${open} event streams and waiting long-polls open here, the most allowed; close one first.`,
+        headers: { 'Retry-After': '10' },
+      });
+    }
+    places.set(key, open + 1);
+    let given = false;
+    const giveBack = () => {
+      if (given) return;
+      given = true;
+      const left = (places.get(key) ?? 1) - 1;
+      if (left > 0) places.set(key, left);
+      else places.delete(key);
+    };
+    res.once('close', giveBack);
+    return giveBack;
+  };
+  const sessionEnded = (req: Request) =>
+    options.sessionEnded?.(req.tenant!.id, req.identity!.sessionId) ?? false;
 
   const feed: Route = {
     method: 'GET',
@@ -227,6 +266,7 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
       if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
       const q = parsed.data;
       const deadline = Date.now() + q.wait * 1000;
+      const giveBack = q.wait > 0 ? takePlace(req, res) : undefined;
       const gone = clientGone(req, res);
       // Watch before the first read: a commit between the read and the wait still wakes us.
       const watch = q.wait > 0 ? options.notifications.watch(req.tenant!.id) : undefined;
@@ -238,13 +278,16 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
           const waitMs = deadline - Date.now();
           const stop = gone.aborted || options.isDraining?.();
           if (read.rows.length > 0 || !watch || waitMs <= 0 || stop) {
-            sendEvents(req, res, read.rows, q.limit, read.after);
+            sendEvents(req, res, read, q.limit);
             return;
           }
           await watch.wait(waitMs, gone);
+          // A long-poll does not outlive its session: what commits after a logout is not its.
+          if (sessionEnded(req)) throw authProblems.unauthorized(true);
         }
       } finally {
         watch?.close();
+        giveBack?.();
       }
     },
   };
@@ -261,88 +304,79 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
         throw problems.validation([{ parameter: 'Last-Event-ID', detail: 'must be an event id' }]);
       }
       const identity = req.identity!;
-      const key = `${req.tenant!.id} ${identity.userId}`;
-      const open = openStreams.get(key) ?? 0;
-      if (open >= options.streamsPerUser) {
-        throw new HttpProblem(429, {
-          type: '/problems/too-many-streams',
-          title: 'Too many streams',
-          detail: `This user has ${open} event streams open here, the most allowed; close one first.`,
-          headers: { 'Retry-After': '10' },
-        });
-      }
-      // The first read checks the cursor and the caller's rights, before the stream is answered.
-      const filter = { types: parsed.data.types };
-      let pending: EventRead | undefined = await inDatabase(pool, req, (db) =>
-        readEvents(db, resumeFrom?.data ?? parsed.data.after ?? 'now', filter, STREAM_PAGE),
-      );
-      openStreams.set(key, open + 1);
+      // Everything that must be undone is set up before the first await, so a client that goes
+      // away during the first read still gives its place back.
+      const giveBack = takePlace(req, res);
       const gone = clientGone(req, res);
       const watch = options.notifications.watch(req.tenant!.id);
-      // The stream lasts as long as the token it was opened with; the client reconnects with a
-      // fresh one (EventSource does, with the cookie the app has refreshed meanwhile).
-      const expiry = setTimeout(
-        () => res.end(),
-        Math.max((identity.expiresAt ?? 0) - Date.now(), 0),
-      );
-      res.once('close', () => {
-        clearTimeout(expiry);
-        watch.close();
-        const now = (openStreams.get(key) ?? 1) - 1;
-        if (now > 0) openStreams.set(key, now);
-        else openStreams.delete(key);
-      });
-
-      res.writeHead(200, {
-        'Content-Type': 'text/event-stream; charset=utf-8',
-        'Cache-Control': 'no-store',
-        'X-Accel-Buffering': 'no', // nginx: do not buffer the stream
-      });
-      res.write('retry: 3000\n\n');
-
-      let cursor = pending.after;
-      let replayed = 0;
+      let expiry: NodeJS.Timeout | undefined;
+      let cursor = '0';
       try {
+        // The first read checks the cursor and the caller's rights, before the stream is answered.
+        const filter = { types: parsed.data.types };
+        let pending: EventRead | undefined = await inDatabase(pool, req, (db) =>
+          readEvents(db, resumeFrom?.data ?? parsed.data.after ?? 'now', filter, STREAM_PAGE),
+        );
+        if (gone.aborted) return;
+        // The stream lasts as long as the token it was opened with; the client reconnects with a
+        // fresh one (EventSource does, with the cookie the app has refreshed meanwhile).
+        expiry = setTimeout(() => res.end(), Math.max((identity.expiresAt ?? 0) - Date.now(), 0));
+        res.writeHead(200, {
+          'Content-Type': 'text/event-stream; charset=utf-8',
+          'Cache-Control': 'no-store',
+          'X-Accel-Buffering': 'no', // nginx: do not buffer the stream
+        });
+        res.write('retry: 3000\n\n');
+
+        cursor = pending.after;
+        let replayed = 0;
         while (!gone.aborted && !res.writableEnded) {
+          if (options.isDraining?.() || sessionEnded(req)) {
+            res.end();
+            return;
+          }
           const read: EventRead =
             pending ??
             (await inDatabase(pool, req, (db) => readEvents(db, cursor, filter, STREAM_PAGE)));
           pending = undefined;
           for (const row of read.rows) {
             res.write(`id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(row)}\n\n`);
-            cursor = row.id;
           }
+          cursor = read.next; // past what the filter skipped, too
           const behind = read.rows.length === STREAM_PAGE;
           replayed = behind ? replayed + read.rows.length : 0;
           if (replayed >= maxReplay) {
             resync(res, cursor, `more than ${maxReplay} events behind`);
             return;
           }
-          // Bounded memory: the next page is read only once this one has left.
+          // Bounded memory: the next page is read only once this one has left; a client that
+          // does not take it within the drain timeout is cut off, its buffer with it.
           if (res.writableNeedDrain && !(await drained(res, gone))) {
-            res.end();
+            res.destroy();
             return;
           }
           if (behind) continue;
           const woken = await watch.wait(heartbeatMs, gone);
-          if (
-            options.isDraining?.() ||
-            options.sessionEnded?.(req.tenant!.id, identity.sessionId)
-          ) {
-            res.end();
-            return;
-          }
-          if (!woken && !gone.aborted) res.write(': heartbeat\n\n');
+          if (!woken && !gone.aborted && !res.writableEnded) res.write(': heartbeat\n\n');
         }
       } catch (error) {
-        // The stream has begun: a problem can no longer be the answer. The client reconnects
-        // with Last-Event-ID and loses nothing.
+        // A cursor into purged events is told as the stream tells it (EventSource cannot read a
+        // problem answer): resync, then the end.
         if (error instanceof HttpProblem && error.status === 410) {
+          if (!res.headersSent)
+            res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8' });
           resync(res, cursor, 'the cursor points into purged events');
           return;
         }
+        if (!res.headersSent) throw error;
+        // The stream has begun: a problem can no longer be the answer. The client reconnects
+        // with Last-Event-ID and loses nothing.
         req.log.warn({ err: error }, 'event stream ended by an error');
         res.end();
+      } finally {
+        clearTimeout(expiry);
+        watch.close();
+        giveBack();
       }
     },
   };
@@ -350,16 +384,11 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
 }
 
 /** Items and the cursor to read on; a full page says more may be ready (Link rel=next). */
-function sendEvents(
-  req: Request,
-  res: Response,
-  rows: EventRow[],
-  limit: number,
-  after: string,
-): void {
-  const items = rows.slice(0, limit);
-  const nextCursor = items.at(-1)?.id ?? after;
-  if (rows.length > limit) {
+function sendEvents(req: Request, res: Response, read: EventRead, limit: number): void {
+  const items = read.rows.slice(0, limit);
+  const more = read.rows.length > limit;
+  const nextCursor = more ? items.at(-1)!.id : read.next;
+  if (more) {
     const query = new URLSearchParams(req.query as Record<string, string>);
     query.set('after', nextCursor);
     query.delete('wait');

@@ -150,6 +150,7 @@ export interface WebhookOptions {
   timeoutMs: number;
 }
 
+/** Refuses a URL that may not be an endpoint; one that may is stored as URL normalizes it. */
 function checkUrl(url: string | undefined, allowPrivate: boolean): void {
   if (url === undefined) return;
   const problem = webhookUrlProblem(url, allowPrivate);
@@ -181,6 +182,13 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
         checkUrl(body.url, options.allowPrivate);
         const secret = newWebhookSecret();
         const item = await inDatabase(pool, req, async (db) => {
+          // Registrations of one tenant queue here, so concurrent ones cannot pass the count.
+          await db.query(
+            prepared(
+              `select pg_advisory_xact_lock(hashtext('weld_hidden.webhooks'), hashtext($1::text))`,
+              [req.tenant!.id],
+            ),
+          );
           const { rows } = await db.query<{ n: number }>(
             prepared('select count(*)::int as n from weld_hidden.webhooks', []),
           );
@@ -196,7 +204,7 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
               `insert into weld_hidden.webhooks (url, event_types, description, active, secret)
                values ($1, $2, $3, $4, $5) returning id`,
               [
-                body.url,
+                new URL(body.url).href,
                 body.eventTypes ?? [],
                 body.description ?? null,
                 body.active ?? true,
@@ -264,7 +272,7 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
                 where id = $1`,
               [
                 id,
-                body.url ?? null,
+                body.url === undefined ? null : new URL(body.url).href,
                 body.eventTypes ?? null,
                 body.description !== undefined,
                 body.description ?? null,

@@ -112,10 +112,19 @@ export function startWebhookWorker(
         [instance, leaseSeconds],
       );
       if (rows.length === 0 || stopping.signal.aborted) return;
+      // A failure here (the database gone) ends this lane only; its lease runs out and the
+      // event is sent again later: at least once.
       await deliver(rows[0]!);
     }
   };
-  const drain = () => Promise.all(Array.from({ length: options.concurrency }, lane));
+  /** Every lane to its end, whether or not another failed (none may outlive its round). */
+  const drain = async () => {
+    const ends = await Promise.allSettled(Array.from({ length: options.concurrency }, lane));
+    for (const end of ends) {
+      if (end.status === 'rejected')
+        logger.warn({ err: end.reason }, 'webhook delivery lane failed');
+    }
+  };
 
   const loop = (async () => {
     while (!stopping.signal.aborted) {

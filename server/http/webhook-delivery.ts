@@ -127,7 +127,14 @@ export function deliverWebhook(
     const finish = (answer: Omit<WebhookAnswer, 'durationMs'>) => {
       if (settled) return;
       settled = true;
-      resolve({ ...answer, durationMs: took() });
+      // PostgreSQL text holds no NUL: an answer carrying one is kept without it.
+      const clean = (text: string | undefined) => text?.replaceAll('\u0000', '');
+      resolve({
+        ...answer,
+        response: clean(answer.response),
+        error: clean(answer.error),
+        durationMs: took(),
+      });
     };
     const problem = webhookUrlProblem(message.url, options.allowPrivate);
     if (problem) {

@@ -535,7 +535,10 @@ test('the stream beats while quiet, says resync when far behind or purged, and i
   const late = await openStream(w.port, A, '/events/stream?after=5', {
     authorization: `Bearer ${w.a.admin.token}`,
   });
-  t.is(late.status, 410);
+  t.is(late.status, 200, 'EventSource cannot read a problem: the stream says it');
+  const [purgedResync] = await late.next(1, (e) => e.event === 'resync');
+  t.like(JSON.parse(purgedResync!.data!), { reason: 'the cursor points into purged events' });
+  await late.ended;
 });
 
 //------------------------------------------------------------------------------------------------
@@ -622,4 +625,58 @@ test('a stream ends when its session ends (logout), not only when its token expi
     authorization: `Bearer ${session.accessToken}`,
   });
   t.is(again.status, 401, 'and cannot be opened again with that token');
+});
+
+test('places are taken before anything is awaited: concurrent streams and long-polls keep the limit', async (t) => {
+  const w = await world(t, { streamsPerUser: 2 });
+  const auth = { authorization: `Bearer ${w.a.viewer.token}` };
+  const streams = await Promise.all(
+    Array.from({ length: 10 }, () => openStream(w.port, A, '/events/stream', auth)),
+  );
+  t.deepEqual(streams.map((s) => s.status).sort(), [
+    200,
+    200,
+    ...Array.from({ length: 8 }, () => 429),
+  ]);
+  for (const s of streams) s.close();
+  await Promise.all(streams.filter((s) => s.status === 200).map((s) => s.ended));
+  // Waiting long-polls count as well; a poll that does not wait does not.
+  const polls = [1, 2].map(() => w.a.viewer.get('/events?after=now&wait=3'));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const third = await w.a.viewer.get('/events?after=now&wait=3');
+  t.is(third.status, 429);
+  t.is((await w.a.viewer.get('/events?after=now')).status, 200);
+  for (const poll of await Promise.all(polls)) t.is(poll.status, 200);
+  t.is((await w.a.viewer.get('/events?after=now&wait=1')).status, 200, 'the places came back');
+});
+
+test('a filtered reader moves past what it does not want; a long-poll does not outlive a logout', async (t) => {
+  const w = await world(t);
+  const start = await head(w.a.viewer);
+  const iso = ok(await w.a.engineer.post('/isos', { isoNumber: 'ISO-1', lineNumber: 'L-1' }), 201);
+  ok(await w.a.engineer.patch(`/isos/${iso.id}`, { area: 'A' }));
+  const newest = await head(w.a.viewer);
+  t.not(newest, start);
+  const none = ok(await w.a.viewer.get(`/events?after=${start}&types=weld.status_changed`));
+  t.deepEqual(none, { items: [], nextCursor: newest }, 'the cursor moved past the ISO events');
+
+  const session = ok(await login(w.port, A, 'viewer'));
+  const reader = client(w.port, A, session.accessToken);
+  const poll = reader.get(`/events?after=${newest}&wait=20`);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.is(
+    (
+      await request(w.port, {
+        method: 'POST',
+        path: '/auth/logout',
+        host: A,
+        body: { refreshToken: session.refreshToken },
+      })
+    ).status,
+    204,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 300)); // the revocation reaches the server
+  ok(await w.a.engineer.patch(`/isos/${iso.id}`, { area: 'after the logout' }));
+  const answer = await poll;
+  t.is(answer.status, 401, 'what committed after the logout is not shown');
 });

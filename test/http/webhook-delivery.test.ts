@@ -410,3 +410,44 @@ test('two server instances deliver each event once, in order; other tenants get 
   );
   t.is(rows[0]!.n, 30, 'one attempt each');
 });
+
+test('an answer with a NUL is recorded without it; concurrent registrations keep the limit; URLs are stored normalized', async (t) => {
+  const w = await world(t);
+  // A receiver whose answer PostgreSQL text cannot hold: delivered, and the attempt recorded.
+  const server = http.createServer((_req, res) => res.writeHead(200).end('thanks\0'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const hook = ok(await w.a.admin.post('/webhooks', { url }), 201);
+  worker(t, w.server);
+  await acceptWeld(w, 1);
+  await until(
+    async () => ok(await w.a.admin.get(`/webhooks/${hook.id}/deliveries`)).items.length >= 2,
+    'two deliveries',
+  );
+  const deliveries = ok(await w.a.admin.get(`/webhooks/${hook.id}/deliveries`)).items;
+  t.deepEqual(
+    deliveries.map((d: Json) => [d.attempt, d.status, d.response]),
+    [
+      [1, 200, 'thanks'],
+      [1, 200, 'thanks'],
+    ],
+  );
+  t.like(ok(await w.a.admin.post(`/webhooks/${hook.id}/test`)), {
+    status: 200,
+    response: 'thanks',
+  });
+
+  // 30 registrations at once where 19 places are left: exactly 19 are made.
+  const answers = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      w.a.admin.post('/webhooks', { url: `https://h${i}.example` }),
+    ),
+  );
+  t.is(answers.filter((a) => a.status === 201).length, 19);
+  t.true(answers.filter((a) => a.status !== 201).every((a) => a.status === 409));
+  t.is(
+    ok(await w.b.admin.post('/webhooks', { url: 'HTTP://Hooks.Example.COM' }), 201).url,
+    'http://hooks.example.com/',
+  );
+});
