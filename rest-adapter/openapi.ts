@@ -279,7 +279,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/reason-required | 422 | the transition rule requires a reason |
 | /problems/too-many-login-attempts | 429 | login throttled; Retry-After says when to try again |
 | /problems/cursor-expired | 410 | GET /events: events after this cursor have been purged (EVENT_RETENTION_DAYS); \`purgedThrough\` is the last purged id: read the resources again, then follow from after=now |
-| /problems/too-many-streams | 429 | GET /events/stream: this user already holds the most event streams allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
+| /problems/too-many-streams | 429 | GET /events/stream or a waiting GET /events: this user already holds the most streams and waiting long-polls allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/query-too-large | 400 | GraphQL: over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
@@ -467,13 +467,18 @@ function eventPaths(): Record<string, unknown> {
         description:
           `${EVENTS} Pages hold up to ${EVENT_PAGE_SIZE.max} events; a full page has a Link rel=next. With wait > 0 and ` +
           'no event after the cursor, the answer waits until one commits (it is sent at once then) or the seconds pass ' +
-          '(an empty page, nextCursor unchanged).',
+          '(an empty page). A page with fewer events than `limit` (with types or subjectId: none at all) has as ' +
+          'nextCursor the newest event id at the time of the read, so a filtered reader moves past what it does not ' +
+          'want. A waiting long-poll counts toward EVENT_STREAMS_PER_USER, and ends with 401 if its session ends.',
         parameters: queryParameters(EventQuery),
         responses: {
           '200': { ...page, ...content('EventPage') },
           '410': problem('events after this cursor have been purged (/problems/cursor-expired)'),
           '422': problem(
             'a bad parameter (an unknown event type, a cursor that is no id), named in errors',
+          ),
+          '429': problem(
+            'a waiting long-poll over the streams and long-polls this user may hold (/problems/too-many-streams); Retry-After',
           ),
           ...common,
         },
@@ -488,7 +493,7 @@ function eventPaths(): Record<string, unknown> {
           'Last-Event-ID (EventSource does it by itself) resumes after that event without loss; without it (or ?after) ' +
           'the stream starts at now. `event: resync` (data: {reason, after}) then the end of the stream tells a ' +
           'client it fell too far behind (more than 10,000 events to replay, or a cursor into purged events): read ' +
-          'the resources again and reconnect. The stream ends when the access token it was opened with expires or ' +
+          'the resources again, then open a new stream without Last-Event-ID (close the EventSource first: it would reconnect). The stream ends when the access token it was opened with expires or ' +
           'its session ends; reconnect with a fresh one. Cookie mode works (GET needs no CSRF token), so does ' +
           'Authorization: Bearer.',
         parameters: [
@@ -500,10 +505,9 @@ function eventPaths(): Record<string, unknown> {
             description: 'the stream',
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
-          '410': problem('the cursor points into purged events (/problems/cursor-expired)'),
           '422': problem('a bad parameter or Last-Event-ID, named in errors'),
           '429': problem(
-            'too many open streams for this user (/problems/too-many-streams); Retry-After',
+            'too many open streams and waiting long-polls for this user (/problems/too-many-streams); Retry-After',
           ),
           ...common,
         },
