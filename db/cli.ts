@@ -10,6 +10,9 @@
 // Exit codes: 0 done; 1 refused or failed (with a one-line reason; nothing was written);
 // 2 usage: an unknown command or option, a missing or malformed argument. Arguments are checked
 // before the database is opened, so a usage error is quick and needs no database.
+import { once } from 'node:events';
+import fs from 'node:fs';
+import { Writable } from 'node:stream';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type pg from 'pg';
 import { ConfigError, loadDatabaseConfig } from './config.ts';
@@ -19,7 +22,9 @@ import {
   connectClient,
   createPool,
   redactUrl,
+  withContext,
   type DatabaseTarget,
+  type SessionContext,
 } from './database.ts';
 import { addSigningKey } from './signing-keys.ts';
 import { seedTenant, SeedError } from './seed/index.ts';
@@ -33,6 +38,7 @@ import {
 } from './tenants.ts';
 import { addUser, disableUser, listUsers, setPassword, UserError } from './users.ts';
 import { USER_ROLES, type UserRole } from './vocabulary.ts';
+import { exportWelds, runImport } from './weld-register.ts';
 
 class UsageError extends Error {}
 
@@ -176,6 +182,83 @@ const commands: Record<string, Command<unknown>> = {
     },
   }),
 
+  'import welds': command({
+    usage: 'import welds <tenant-slug> <file.csv> [--dry-run]',
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug', 'file.csv'], {
+        'dry-run': { type: 'boolean' },
+      });
+      return { tenant: positionals[0]!, file: positionals[1]!, dryRun: values['dry-run'] ?? false };
+    },
+    run: async (db, { tenant, file, dryRun }, target) => {
+      const tenantId = await tenantIdOf(db, tenant);
+      const source = fs.createReadStream(file);
+      await once(source, 'open').catch((error: Error) => {
+        throw new UserError(`cannot read ${file}: ${error.message}`);
+      });
+      const progress = progressReporter('rows');
+      const started = Date.now();
+      const outcome = await asEngineer(target, tenantId, (pool, context) =>
+        runImport(pool, context, source, {
+          dryRun,
+          onProgress: ({ phase, rows }) => progress.report(phase, rows),
+        }),
+      );
+      progress.done();
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      if (!outcome.ok) {
+        for (const e of outcome.errors) {
+          const where = [`line ${e.line}`, e.column].filter(Boolean).join(', ');
+          const value = e.value === null ? '' : ` (${JSON.stringify(e.value)})`;
+          console.error(`${where}: ${e.detail}${value}`);
+        }
+        const more = outcome.errorCount - outcome.errors.length;
+        throw new ImportRefused(
+          `${outcome.errorCount} error${outcome.errorCount === 1 ? '' : 's'}` +
+            `${more > 0 ? ` (the first ${outcome.errors.length} shown)` : ''}; nothing was imported`,
+        );
+      }
+      const counts = outcome.dryRun ? outcome.counts : outcome.record;
+      const n = (value: number) => value.toLocaleString('en');
+      const summary =
+        `${n(counts.rows)} rows: ${n(counts.created)} created, ${n(counts.updated)} updated, ` +
+        `${n(counts.unchanged)} unchanged, ${n(counts.isosCreated)} ISOs created`;
+      console.log(
+        outcome.dryRun
+          ? `dry run of ${file} for ${tenant}: ${summary}; nothing was written (${seconds} s)`
+          : `imported ${file} into ${tenant}: ${summary} in ${seconds} s (import ${outcome.record.id})`,
+      );
+    },
+  }),
+
+  'export welds': command({
+    usage: 'export welds <tenant-slug> [--iso <isoNumber>]   (the CSV goes to standard output)',
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug'], { iso: { type: 'string' } });
+      return { tenant: positionals[0]!, iso: values.iso };
+    },
+    run: async (db, { tenant, iso }, target) => {
+      const tenantId = await tenantIdOf(db, tenant);
+      const progress = progressReporter('rows');
+      let lines = -1; // the header is not a weld
+      const stdout = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
+          progress.report('exporting', Math.max(lines, 0));
+          if (process.stdout.write(chunk)) done();
+          else process.stdout.once('drain', () => done());
+        },
+      });
+      const where =
+        iso === undefined ? { sql: '', values: [] } : { sql: 'i.iso_number = $1', values: [iso] };
+      const rows = await asEngineer(target, tenantId, (pool, context) =>
+        withContext(pool, context, (client) => exportWelds(client, where, stdout)),
+      );
+      progress.done();
+      console.error(`exported ${rows.toLocaleString('en')} welds of ${tenant}`);
+    },
+  }),
+
   'user add': command({
     usage: `user add <tenant-slug> <userName> --role ${USER_ROLES.join('|')} --password-stdin [--name <name>]`,
     parse: (args) => {
@@ -279,6 +362,60 @@ const USAGE = ['usage:', ...Object.values(commands).map((c) => `  weld-admin ${c
   '\n',
 );
 
+class ImportRefused extends Error {}
+
+async function tenantIdOf(db: pg.Client, slug: string): Promise<string> {
+  const tenant = (await listTenants(db)).find((t) => t.slug === slug);
+  if (!tenant) throw new UserError(`no tenant '${slug}'`);
+  return tenant.id;
+}
+
+/**
+ * Import and export act as an engineer of the tenant (no user: the import's record says the
+ * CLI), through the server's own role, so row security and grants hold them as they hold a
+ * request.
+ */
+async function asEngineer<T>(
+  target: DatabaseTarget,
+  tenantId: string,
+  work: (pool: pg.Pool, context: SessionContext) => Promise<T>,
+): Promise<T> {
+  const pool = createPool(target.authenticatorUrl, { max: 1 });
+  try {
+    return await work(pool, { role: 'weld_engineer', tenantId });
+  } finally {
+    await pool.end();
+  }
+}
+
+/**
+ * Progress on standard error: on a terminal one line redrawn (rows, rows per second), otherwise
+ * a plain line when the phase changes and every five seconds, for logs.
+ */
+function progressReporter(unit: string) {
+  const terminal = process.stderr.isTTY;
+  const started = Date.now();
+  let phase = '';
+  let last = 0;
+  let drawn = false;
+  return {
+    report(now: string, count: number) {
+      const time = Date.now();
+      if (now === phase && time - last < (terminal ? 200 : 5000)) return;
+      const rate = count / Math.max((time - started) / 1000, 0.001);
+      const text = `${now}: ${count.toLocaleString('en')} ${unit} (${Math.round(rate).toLocaleString('en')} ${unit}/s)`;
+      if (terminal) process.stderr.write(`\r\x1b[2K${text}`);
+      else console.error(text);
+      drawn = terminal;
+      phase = now;
+      last = time;
+    },
+    done() {
+      if (drawn) process.stderr.write('\n');
+    },
+  };
+}
+
 function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const row of [header, ...rows]) {
@@ -333,7 +470,7 @@ async function main(args: string[]): Promise<number> {
     await run(db, parsed, target);
     return 0;
   } catch (error) {
-    const known = [TenantError, SeedError, UserError, ConfigError].some(
+    const known = [TenantError, SeedError, UserError, ConfigError, ImportRefused].some(
       (kind) => error instanceof kind,
     );
     console.error(`weld-admin: ${known ? '' : 'failed: '}${(error as Error).message}`);

@@ -14,6 +14,7 @@ import {
   PAGE_SIZE,
   WELD_STATUSES,
 } from '../db/vocabulary.ts';
+import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import type { Route } from '../server/http/route.ts';
 import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
 import type { Resource } from './resource.ts';
@@ -32,6 +33,14 @@ import {
 } from './code-rules.ts';
 import { Event, EventPage, EventQuery, EventStreamQuery } from './events.ts';
 import { ExaminationHistoryPage, HISTORIES, HistoryQuery, WeldHistoryPage } from './history.ts';
+import {
+  DryRunAnswer,
+  ImportError,
+  importListQuery,
+  importQuery,
+  ImportRecord,
+} from './imports.ts';
+import { pageOf } from './pagination.ts';
 import {
   DeliveryListQuery,
   MAX_WEBHOOKS_PER_TENANT,
@@ -159,7 +168,27 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
       description: `${r.description} Filters combine with "and".`,
       parameters: queryParameters(r.listQuery),
       responses: {
-        '200': { ...page, ...content(`${r.schema}Page`) },
+        '200': r.csv
+          ? {
+              ...page,
+              content: {
+                ...content(`${r.schema}Page`).content,
+                'text/csv': {
+                  schema: {
+                    type: 'string',
+                    description:
+                      `With Accept: text/csv or format=csv: every ${r.noun} the filters select, no pages ` +
+                      `(limit and cursor are 422), streamed as ${r.csv.fileName}: UTF-8 with a BOM, a header row, ` +
+                      'RFC 4180 quoting. The columns are those POST /imports/welds reads (isoNumber, lineNumber, ' +
+                      'weldNumber, type, size, schedule, wallThickness, material, welderStamp, wpsNumber, ' +
+                      'wpsRevision, weldedOn) and status, repairCycle, version, in ISO and weld number order. ' +
+                      'Text that a spreadsheet would run as a formula (=, +, -, @ first) has a leading apostrophe, ' +
+                      'which the import removes. Exported then imported, a register changes nothing.',
+                  },
+                },
+              },
+            }
+          : { ...page, ...content(`${r.schema}Page`) },
         '422': problem('a bad parameter, named in errors'),
         ...common,
       },
@@ -280,6 +309,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/too-many-login-attempts | 429 | login throttled; Retry-After says when to try again |
 | /problems/cursor-expired | 410 | GET /events: events after this cursor have been purged (EVENT_RETENTION_DAYS); \`purgedThrough\` is the last purged id: read the resources again, then follow from after=now |
 | /problems/too-many-streams | 429 | GET /events/stream or a waiting GET /events: this user already holds the most streams and waiting long-polls allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
+| /problems/import-invalid | 422 | POST /imports/welds: the file has errors and nothing was imported; \`errors\` lists the first ${MAX_IMPORT_ERRORS} ({line, column, value, detail}, line 1 being the header) and \`errorCount\` counts them all |
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/query-too-large | 400 | GraphQL: over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
@@ -726,6 +756,98 @@ function eventWebhooks(): Record<string, unknown> {
   };
 }
 
+const REGISTER_COLUMNS_TEXT =
+  'Columns, in any order (unknown ones are refused): isoNumber and weldNumber (required: the key ' +
+  'welds are upserted by), lineNumber (required when the ISO is new: it is created; an existing ' +
+  "ISO's line is never changed), type (BW, SW, FW, BR, TW), size (NPS, inches), schedule, " +
+  'wallThickness (inches), material, welderStamp, wpsNumber and wpsRevision (the revision may be ' +
+  'left out when the WPS has one), weldedOn (YYYY-MM-DD). status, repairCycle and version, which ' +
+  'the export adds, are accepted and ignored: the lifecycle owns them. A column the file lacks ' +
+  "leaves existing welds' values as they are; an empty cell clears an optional value. Type and size " +
+  'are required for a new weld. Values are trimmed; type and schedule are case-insensitive.';
+
+/** The weld register import (imports.ts); the export is GET /welds as text/csv. */
+function importPaths(): Record<string, unknown> {
+  return {
+    '/imports/welds': {
+      post: {
+        summary: 'Import a weld register (CSV): all rows or none',
+        description:
+          'Who: engineer and up. The body is the CSV file itself (Content-Type: text/csv, UTF-8 with or ' +
+          'without a BOM; comma or semicolon, detected from the header; RFC 4180 quoting, so a field may ' +
+          'hold the delimiter, quotes and line breaks; in a semicolon file numbers may use a decimal comma). ' +
+          `${REGISTER_COLUMNS_TEXT} Blank rows are skipped.\n\n` +
+          'Every row is checked before anything is written: a bad value, an unknown welder stamp or WPS, ' +
+          'the same weld twice in the file, a weld of a test package that is not open, and, where the ' +
+          'tenant refuses welds failing the code checks, those failures. Any error and nothing is written: ' +
+          '422 /problems/import-invalid names each by line. Otherwise ISOs are created, welds created and ' +
+          'updated in one transaction, each changed weld is one event (weld.created, weld.updated; ' +
+          'iso.created per new ISO), and the import is recorded (GET /imports). A weld the file gives as ' +
+          'it is counts as unchanged and is not written. dryRun=true checks and counts and writes nothing. ' +
+          'The body may be up to IMPORT_MAX_BYTES (default 50 MB).',
+        parameters: queryParameters(importQuery),
+        requestBody: {
+          required: true,
+          content: {
+            'text/csv': {
+              schema: { type: 'string' },
+              example:
+                'isoNumber,lineNumber,weldNumber,type,size,schedule,wallThickness,material,welderStamp,wpsNumber,wpsRevision,weldedOn\n' +
+                'ISO-100-01,6"-P-100-A1,W001,BW,6,40,0.28,A106-B,W004,WPS-201,0,2026-03-02\n',
+            },
+          },
+        },
+        responses: {
+          '201': {
+            description: 'imported; the record of the import',
+            headers: { Location: { schema: { type: 'string' }, description: 'GET it here' } },
+            ...content('Import'),
+          },
+          '200': {
+            description: 'dryRun=true: what the import would do',
+            ...content('ImportDryRun'),
+          },
+          '403': problem('below engineer (/problems/role-not-allowed), or the CSRF check failed'),
+          '409': problem(
+            'another request changed the same welds or packages meanwhile (/problems/conflict, /problems/concurrent-change, /problems/state-conflict); nothing was written',
+          ),
+          '413': problem('the file is larger than IMPORT_MAX_BYTES'),
+          '415': problem('the body is not text/csv in UTF-8'),
+          '422': {
+            description:
+              'the file has errors (/problems/import-invalid, naming each line), or a bad parameter (/problems/validation-failed)',
+            content: {
+              'application/problem+json': {
+                schema: { anyOf: [ref('ImportInvalidProblem'), ref('Problem')] },
+              },
+            },
+          },
+          ...common,
+        },
+      },
+    },
+    '/imports': {
+      get: {
+        summary: 'The imports that wrote, newest first',
+        description: 'Who: every role. Dry runs and refused files leave no record.',
+        parameters: queryParameters(importListQuery),
+        responses: {
+          '200': { ...page, ...content('ImportPage') },
+          '422': problem('a bad parameter, named in errors'),
+          ...common,
+        },
+      },
+    },
+    '/imports/{id}': {
+      get: {
+        summary: 'One import',
+        parameters: [idParam],
+        responses: { '200': { description: 'the import', ...content('Import') }, ...common },
+      },
+    },
+  };
+}
+
 function buildDocument() {
   const schemas: Record<string, unknown> = {
     ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
@@ -743,6 +865,22 @@ function buildDocument() {
     WeldHistoryPage: json(WeldHistoryPage),
     Event: json(Event),
     EventPage: json(EventPage),
+    Import: json(ImportRecord),
+    ImportPage: json(pageOf(ImportRecord)),
+    ImportDryRun: json(DryRunAnswer),
+    ImportInvalidProblem: {
+      allOf: [
+        ref('Problem'),
+        {
+          type: 'object',
+          properties: {
+            errors: { type: 'array', items: json(ImportError) },
+            errorCount: { type: 'integer' },
+          },
+          required: ['errors', 'errorCount'],
+        },
+      ],
+    },
     Webhook: json(Webhook),
     WebhookWithSecret: json(WebhookWithSecret),
     WebhookPage: json(WebhookPage),
@@ -871,7 +1009,7 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: '0.5.0',
+      version: '0.6.0',
       description:
         'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
         'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
@@ -1069,6 +1207,7 @@ function buildDocument() {
       ),
       ...codeRulePaths(),
       ...eventPaths(),
+      ...importPaths(),
       '/graphql': {
         ...rootOnly,
         post: {

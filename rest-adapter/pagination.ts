@@ -49,20 +49,29 @@ export function encodeCursor(id: string): string {
  */
 export function pageQuery(
   select: string,
-  filters: Array<readonly [string, unknown] | undefined | false>,
+  filters: Filters,
   cursor: string | undefined,
   limit: number,
 ): pg.QueryConfig {
+  const where = whereOf([...filters, cursor !== undefined && (['id > ?', cursor] as const)]);
+  const values = [...where.values, limit + 1];
+  const clause = where.sql ? `where ${where.sql}` : '';
+  return prepared(`${select} ${clause} order by id limit $${values.length}`, values);
+}
+
+/** List filters: each "column op ?" with its value; undefined and false ones do not apply. */
+export type Filters = Array<readonly [string, unknown] | undefined | false>;
+
+/** The filters that apply, and-ed, with $1, $2, ... for their values. */
+export function whereOf(filters: Filters): { sql: string; values: unknown[] } {
   const where: string[] = [];
   const values: unknown[] = [];
-  for (const filter of [...filters, cursor !== undefined && (['id > ?', cursor] as const)]) {
+  for (const filter of filters) {
     if (!filter) continue;
     values.push(filter[1]);
     where.push(filter[0].replace('?', `$${values.length}`));
   }
-  values.push(limit + 1);
-  const clause = where.length ? `where ${where.join(' and ')}` : '';
-  return prepared(`${select} ${clause} order by id limit $${values.length}`, values);
+  return { sql: where.join(' and '), values };
 }
 
 export const pageOf = <T extends z.ZodType>(item: T) =>

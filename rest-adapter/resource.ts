@@ -17,6 +17,7 @@
 // through the one SQLSTATE table (server/http/problem.ts). Examinations are written by SQL
 // functions only; their resources supply their own `write` (ndt-records.ts, inspections.ts).
 import { createHash } from 'node:crypto';
+import type { Writable } from 'node:stream';
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -39,6 +40,7 @@ import {
   pageOf,
   pageQuery,
   sendPage,
+  whereOf,
 } from './pagination.ts';
 
 /** One column of the resource's table, as a JSON field. */
@@ -190,6 +192,18 @@ export interface ResourceSpec {
   access: { create?: string; update?: string; delete?: string };
   create?: CustomCreate;
   update?: CustomUpdate;
+  /**
+   * The list as a CSV file (Accept: text/csv or ?format=csv): every item the filters select, no
+   * pages, streamed to `out` by `write` (the filters' SQL names the table `r`).
+   */
+  csv?: {
+    fileName: string;
+    write(
+      db: pg.PoolClient,
+      where: { sql: string; values: unknown[] },
+      out: Writable,
+    ): Promise<unknown>;
+  };
 }
 
 export interface Resource extends ResourceSpec {
@@ -229,6 +243,12 @@ export function defineResource(spec: ResourceSpec): Resource {
   const listQuery = z.strictObject({
     limit: limitParam,
     cursor: cursorParam.optional(),
+    ...(spec.csv && {
+      format: z
+        .enum(['json', 'csv'])
+        .optional()
+        .describe('csv: the whole list as one CSV file, as Accept: text/csv asks (no pages)'),
+    }),
     updatedSince: instantParam.optional().describe('changed at or after this instant'),
     ...Object.fromEntries(
       fields.filter(([, f]) => f.filter).map(([name, f]) => [name, f.type.optional()]),
@@ -500,6 +520,40 @@ export async function inDatabase<T>(
   }
 }
 
+/** ?format=csv, or no format and an Accept that prefers text/csv to JSON. */
+function wantsCsv(req: Request, format: unknown): boolean {
+  if (format !== undefined) return format === 'csv';
+  return req.accepts(['application/json', 'text/csv']) === 'text/csv';
+}
+
+/**
+ * Streams the CSV. An export has no pages, so limit and cursor are refused rather than ignored.
+ * Once the first bytes are out, a failure can no longer be a problem document: the connection is
+ * cut (problemHandler), so the client sees a broken transfer, not a short file that looks whole.
+ */
+async function sendCsv(
+  req: Request,
+  res: Response,
+  pool: pg.Pool,
+  csv: NonNullable<ResourceSpec['csv']>,
+  where: { sql: string; values: unknown[] },
+): Promise<void> {
+  const paged = ['limit', 'cursor'].filter((name) => req.query[name] !== undefined);
+  if (paged.length) {
+    throw problems.validation(
+      paged.map((parameter) => ({
+        parameter,
+        detail: 'does not apply to a CSV export (no pages)',
+      })),
+    );
+  }
+  res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+  res.setHeader('Content-Disposition', `attachment; filename="${csv.fileName}"`);
+  res.setHeader('Cache-Control', 'private, no-cache');
+  await inDatabase(pool, req, (db) => csv.write(db, where, res)); // (problemHandler cuts it)
+  res.end();
+}
+
 /** The routes of a resource under a prefix ('' or '/api'). */
 export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string): Route[] {
   const base = `${prefix}/${resource.path}`;
@@ -522,6 +576,10 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
           ...fieldFilters,
           ...otherFilters,
         ].map(([name, sql]) => q[name] !== undefined && ([sql, q[name]] as const));
+        if (resource.csv && wantsCsv(req, q.format)) {
+          await sendCsv(req, res, pool, resource.csv, whereOf(filters));
+          return;
+        }
         const { rows } = await inDatabase(pool, req, (db) =>
           db.query<{ id: string }>(pageQuery(resource.select, filters, q.cursor, q.limit)),
         );

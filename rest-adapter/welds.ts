@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
+import { exportWelds } from '../db/weld-register.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
 import { column, defineResource, expectedVersion, inches, pathId, sendItem } from './resource.ts';
@@ -73,6 +74,8 @@ export const welds = defineResource({
   },
   filters: { status: { sql: 'r.status = any(?::weld_public.weld_status[])', type: statusList } },
   access: { create: 'engineer', update: 'engineer (every field but status, repairCycle, version)' },
+  // The weld register: the columns POST /imports/welds reads, and status, repairCycle, version.
+  csv: { fileName: 'welds.csv', write: exportWelds },
 });
 
 export const StatusChange = z.strictObject({

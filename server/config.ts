@@ -23,6 +23,9 @@ export const GRAPHQL_DEFAULTS = {
   poolMax: 5,
 } as const;
 
+/** The largest weld register file an import takes (README, "Import and export"). */
+export const IMPORT_DEFAULTS = { maxBytes: 50 * 1024 * 1024 } as const;
+
 /** Events and webhooks when the environment does not set them (README, "Events"). */
 export const EVENT_DEFAULTS = { retentionDays: 30, streamsPerUser: 5 } as const;
 export const WEBHOOK_DEFAULTS = {
@@ -60,6 +63,7 @@ const envSchema = z.object({
     }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   MAX_BODY_BYTES: wholeNumber(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  IMPORT_MAX_BYTES: wholeNumber(1024, 1024 * 1024 * 1024).default(IMPORT_DEFAULTS.maxBytes),
   DB_POOL_MAX: wholeNumber(1, 500).default(20),
   SHUTDOWN_GRACE_MS: wholeNumber(0, 600_000).default(10_000),
   ACCESS_TOKEN_TTL_SECONDS: wholeNumber(30, 3600).default(600),
@@ -87,6 +91,10 @@ export interface Config {
   trustProxy: TrustProxy;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   maxBodyBytes: number;
+  imports: {
+    /** The largest CSV file POST /imports/welds takes (413 beyond). */
+    maxBytes: number;
+  };
   dbPoolMax: number;
   shutdownGraceMs: number;
   auth: {
@@ -131,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    imports: { maxBytes: e.IMPORT_MAX_BYTES },
     dbPoolMax: e.DB_POOL_MAX,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     auth: {

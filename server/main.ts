@@ -93,6 +93,7 @@ async function main(): Promise<void> {
         sessionEnded: (tenantId, sessionId) => revocations.isRevoked(tenantId, sessionId),
       },
       webhooks: config.webhooks,
+      imports: config.imports,
     }),
   });
 

@@ -6,6 +6,7 @@ import { authRoutes } from '../rest-adapter/auth.ts';
 import { codeRuleRoutes } from '../rest-adapter/code-rules.ts';
 import { eventRoutes, type EventOptions } from '../rest-adapter/events.ts';
 import { historyRoutes } from '../rest-adapter/history.ts';
+import { importRoutes, type ImportOptions } from '../rest-adapter/imports.ts';
 import { openapiRoutes } from '../rest-adapter/openapi.ts';
 import { resourceRoutes } from '../rest-adapter/resource.ts';
 import { RESOURCES } from '../rest-adapter/resources.ts';
@@ -24,6 +25,8 @@ export interface ServiceDeps {
   /** The change feed and its streams: the wake-ups, and the per-user stream limit. */
   events: EventOptions;
   webhooks: WebhookOptions;
+  /** The weld register import (IMPORT_MAX_BYTES). */
+  imports: ImportOptions;
   /** True once shutdown has begun: readiness fails so load balancers stop sending work. */
   isDraining?: () => boolean;
 }
@@ -41,6 +44,7 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       ...codeRuleRoutes(deps.pool, prefix),
       ...eventRoutes(deps.pool, prefix, { isDraining: deps.isDraining, ...deps.events }),
       ...webhookRoutes(deps.pool, prefix, deps.webhooks),
+      ...importRoutes(deps.pool, prefix, deps.imports),
       ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool, prefix)),
     ]),
     ...graphqlRoutes(deps.graphql),

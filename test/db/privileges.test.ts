@@ -150,6 +150,24 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, answer text, failure text, retry_after_ms integer, give_up_seconds integer)':
       server(owner),
     'weld_hidden.purge_events(keep_days integer)': server(owner),
+    // The weld register import (000013): engineers and up import; every reader's export.
+    'weld_hidden.begin_weld_import()': roles(owner, 'weld_engineer'),
+    'weld_hidden.check_weld_import(present text[], decimal_comma boolean, max_errors integer)':
+      roles(owner, 'weld_engineer'),
+    'weld_hidden.apply_weld_import(file_sha256 text, file_bytes bigint)': roles(
+      owner,
+      'weld_engineer',
+    ),
+    'weld_hidden.emit_weld_import_events()': roles(owner, 'weld_engineer'),
+    'weld_hidden.weld_import_code_problems(welds weld_public.welds[])': roles(
+      owner,
+      'weld_engineer',
+    ),
+    'weld_hidden.import_inches(value text, decimal_comma boolean)': roles(owner, 'weld_engineer'),
+    'weld_hidden.import_date(value text)': roles(owner, 'weld_engineer'),
+    'weld_hidden.from_spreadsheet_text(value text)': roles(owner, 'weld_engineer'),
+    'weld_hidden.spreadsheet_text(value text)': roles(owner, 'weld_viewer'),
+    'weld_hidden.import_json(record weld_hidden.imports)': roles(owner, 'weld_viewer'),
     // An NDT record's lists as REST and the events show them: every reader, under row security.
     'weld_hidden.ndt_record_film_json(record weld_public.ndt_records)': roles(owner, 'weld_viewer'),
     'weld_hidden.ndt_record_welds_json(record weld_public.ndt_records)': roles(
@@ -181,6 +199,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
       rules,
     // The outbox (000010): only its SECURITY DEFINER triggers, as the owner, call these.
     'weld_private.contract_json(row_image jsonb)': owner,
+    'weld_private.weld_json(w weld_public.welds)': owner,
     'weld_private.emit_event(tenant uuid, event_type text, subject uuid, data jsonb, change jsonb)':
       owner,
     'weld_private.event_data(kind text, tenant uuid, subject uuid)': owner,

@@ -47,6 +47,7 @@ export function assertMatchesContract(method: string, url: string, res: HttpResp
       `${method} ${found.template} ${res.status}: content type ${type} is not documented`,
     );
   }
+  if (!type.endsWith('json')) return; // a CSV export: its own assertions read it
   const ref = `openapi#/${pointer('paths', found.template, method.toLowerCase(), 'responses', status, 'content', type, 'schema')}`;
   const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
   if (!validate(res.json)) {

@@ -8,6 +8,7 @@ import type { ExecutionContext } from 'ava';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
 import { EventNotifications } from '../../db/event-notifications.ts';
 import { createApp } from '../../server/app.ts';
+import { IMPORT_DEFAULTS } from '../../server/config.ts';
 import { KeyRing } from '../../server/auth/keys.ts';
 import { SessionRevocations } from '../../server/auth/revocations.ts';
 import { createGraphql } from '../../server/graphql.ts';
@@ -43,6 +44,8 @@ export async function startServer(
     maxReplay?: number;
     /** WEBHOOK_ALLOW_PRIVATE (default true: test receivers listen on loopback). */
     webhookAllowPrivate?: boolean;
+    /** IMPORT_MAX_BYTES (default: the service's). */
+    importMaxBytes?: number;
   } = {},
 ): Promise<TestServer> {
   const pool = createPool(target.authenticatorUrl, { max: 10, onError: () => {} });
@@ -77,6 +80,7 @@ export async function startServer(
         },
         // Test receivers listen on loopback; the address rule has tests of its own.
         webhooks: { allowPrivate: options.webhookAllowPrivate ?? true, timeoutMs: 2000 },
+        imports: { maxBytes: options.importMaxBytes ?? IMPORT_DEFAULTS.maxBytes },
       }),
       ...(options.extraRoutes ?? []),
     ],

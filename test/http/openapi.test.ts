@@ -93,6 +93,7 @@ test('every route the service mounts is a documented operation, and every operat
     auth: { accessTokenTtl: 600, refreshTokenTtl: 86_400 },
     events: { notifications: {} as EventNotifications, streamsPerUser: 5 },
     webhooks: { allowPrivate: false, timeoutMs: 1000 },
+    imports: { maxBytes: 1024 },
   });
   const documented = openapiDocument().paths as Record<string, Record<string, unknown>>;
   const operation = (method: string, path: string) =>

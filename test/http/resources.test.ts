@@ -456,7 +456,8 @@ const CASES: ResourceCase[] = [
 const caseOf = (resource: Resource) => CASES.find((c) => c.resource === resource)!;
 const writableOnUpdate = (c: ResourceCase, field: string) =>
   Boolean(c.resource.patchBody && field in c.resource.patchBody.shape);
-const LIST_PARAMETERS = ['limit', 'cursor', 'updatedSince'];
+// Not filters: paging, the change filter, and the list's format (JSON or, for welds, CSV: imports.test.ts).
+const LIST_PARAMETERS = ['limit', 'cursor', 'updatedSince', 'format'];
 
 // ------------------------------------------------------------------------------------------------
 // The whole flow of each resource, under '' and under /api

@@ -1,0 +1,422 @@
+// The weld register as CSV, in and out: what POST /imports/welds, GET /welds as text/csv and
+// weld-admin's `import welds` / `export welds` share. Everything runs in the caller's transaction
+// as the caller's role (row security and grants apply).
+//
+// Import: the file is decoded (UTF-8, a BOM dropped), parsed as CSV (db/csv.ts) and streamed,
+// row by row, into a temporary table by COPY; the SQL of migrations/000013 validates every row,
+// names what is wrong by line and column, and writes all of it or nothing. Memory holds one
+// piece of the file and one record at a time, whatever its size.
+//
+// Export: one COPY ... TO STDOUT, streamed to the destination as PostgreSQL produces it.
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import type { Readable, Writable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { copyText, CsvParser, CsvSyntaxError, detectDelimiter, type CsvRecord } from './csv.ts';
+import { withContext, type SessionContext } from './database.ts';
+
+/** The columns of the register, as import reads them and export writes them, in order. */
+export const REGISTER_COLUMNS = [
+  'isoNumber',
+  'lineNumber',
+  'weldNumber',
+  'type',
+  'size',
+  'schedule',
+  'wallThickness',
+  'material',
+  'welderStamp',
+  'wpsNumber',
+  'wpsRevision',
+  'weldedOn',
+] as const;
+/** What export adds; import accepts them and leaves them alone (the lifecycle owns them). */
+export const REGISTER_READ_ONLY_COLUMNS = ['status', 'repairCycle', 'version'] as const;
+const REQUIRED_COLUMNS = ['isoNumber', 'weldNumber'];
+
+/** The errors an import answers, at most; errorCount says how many there were. */
+export const MAX_IMPORT_ERRORS = 200;
+
+export interface ImportError {
+  line: number;
+  column: string | null;
+  value: string | null;
+  detail: string;
+}
+
+export interface ImportCounts {
+  rows: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  isosCreated: number;
+}
+
+/** An import's record (weld_hidden.imports), as GET /imports shows it. */
+export interface ImportRecord extends ImportCounts {
+  id: string;
+  kind: 'welds';
+  importedBy: string | null;
+  importedAt: string;
+  fileSha256: string;
+  fileBytes: number;
+}
+
+export type ImportOutcome =
+  | { ok: false; errors: ImportError[]; errorCount: number }
+  | { ok: true; dryRun: true; counts: ImportCounts }
+  | { ok: true; dryRun: false; record: ImportRecord };
+
+export interface ImportProgress {
+  phase: 'reading' | 'checking' | 'writing';
+  rows: number;
+}
+
+export interface ImportOptions {
+  dryRun: boolean;
+  onProgress?: (progress: ImportProgress) => void;
+}
+
+/** A file that cannot be read as a register at all: not UTF-8, not CSV, a wrong header. */
+class Refused extends Error {
+  readonly errors: ImportError[];
+  constructor(errors: ImportError[]) {
+    super(errors[0]?.detail);
+    this.errors = errors;
+  }
+}
+
+/**
+ * Imports a register from `source` (the file's bytes) in one transaction as `context`: all of it,
+ * or, when a line is bad or it is a dry run, nothing (the transaction is rolled back).
+ */
+export async function runImport(
+  pool: pg.Pool,
+  context: SessionContext,
+  source: AsyncIterable<Buffer>,
+  options: ImportOptions,
+): Promise<ImportOutcome> {
+  try {
+    return await withContext(pool, context, async (db) => {
+      const outcome = await importWelds(db, source, options);
+      if (!outcome.ok || outcome.dryRun) throw new RollBack(outcome);
+      return outcome;
+    });
+  } catch (error) {
+    if (error instanceof RollBack) return error.outcome;
+    throw error;
+  }
+}
+
+class RollBack extends Error {
+  readonly outcome: ImportOutcome;
+  constructor(outcome: ImportOutcome) {
+    super('rolled back');
+    this.outcome = outcome;
+  }
+}
+
+async function importWelds(
+  db: pg.ClientBase,
+  source: AsyncIterable<Buffer>,
+  options: ImportOptions,
+): Promise<ImportOutcome> {
+  const file = hashingCounter();
+  const hashed = (async function* () {
+    for await (const chunk of source) {
+      file.update(chunk);
+      yield chunk;
+    }
+  })();
+  // A file of the largest size allowed takes longer than a request's usual statement limit.
+  await db.query(`select set_config('statement_timeout', '600s', true)`);
+  await db.query('select weld_hidden.begin_weld_import()');
+
+  const copy = db.query(
+    copyFrom(
+      'copy pg_temp.weld_import_rows (line, iso_number, line_number, weld_number, type, size, ' +
+        'schedule, wall_thickness, material, welder_stamp, wps_number, wps_revision, welded_on) ' +
+        'from stdin',
+    ),
+  );
+  const copied = finished(copy);
+  copied.catch(() => {}); // awaited below; an early rejection must not go unhandled meanwhile
+  let read: Awaited<ReturnType<typeof readRows>>;
+  try {
+    read = await readRows(hashed, copy, options.onProgress);
+    copy.end();
+    await copied;
+  } catch (error) {
+    copy.destroy(); // abandons the COPY; the caller's rollback ends the transaction
+    await copied.catch(() => {});
+    if (error instanceof Refused) {
+      return { ok: false, errors: error.errors, errorCount: error.errors.length };
+    }
+    throw error;
+  }
+
+  options.onProgress?.({ phase: 'checking', rows: read.rows });
+  const { rows } = await db.query<{ answer: SqlCheck }>(
+    'select weld_hidden.check_weld_import($1, $2, $3) as answer',
+    [read.present, read.delimiter === ';', MAX_IMPORT_ERRORS],
+  );
+  const check = rows[0]!.answer;
+  const errorCount = read.errorCount + check.errorCount;
+  if (errorCount > 0) {
+    const errors = [...read.errors, ...check.errors]
+      .sort((a, b) => a.line - b.line)
+      .slice(0, MAX_IMPORT_ERRORS);
+    return { ok: false, errors, errorCount };
+  }
+  const counts: ImportCounts = {
+    rows: read.rows,
+    created: check.created,
+    updated: check.updated,
+    unchanged: check.unchanged,
+    isosCreated: check.isosCreated,
+  };
+  if (options.dryRun) return { ok: true, dryRun: true, counts };
+
+  options.onProgress?.({ phase: 'writing', rows: read.rows });
+  const { sha256, bytes } = file.digest();
+  const applied = await db.query<{ record: ImportRecord }>(
+    'select weld_hidden.apply_weld_import($1, $2) as record',
+    [sha256, bytes],
+  );
+  return { ok: true, dryRun: false, record: applied.rows[0]!.record };
+}
+
+interface SqlCheck {
+  errors: ImportError[];
+  errorCount: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  isosCreated: number;
+}
+
+/**
+ * Reads the file into the COPY: the header first (which columns, which delimiter), then each
+ * record as one line of COPY text. Records that cannot become a row (a wrong number of fields, a
+ * NUL) are errors here; the rest is for the SQL to judge.
+ */
+async function readRows(
+  source: AsyncIterable<Buffer>,
+  copy: Writable,
+  onProgress?: (progress: ImportProgress) => void,
+) {
+  const decoder = new TextDecoder('utf-8', { fatal: true }); // drops a leading BOM
+  let parser: CsvParser | undefined;
+  let delimiter: ',' | ';' = ',';
+  let pending = ''; // text before the header's line break, while the delimiter is unknown
+  let header: { positions: number[]; width: number; present: string[] } | undefined;
+  const errors: ImportError[] = [];
+  let errorCount = 0;
+  let rows = 0;
+  let lastLine = 1;
+  let reported = Date.now();
+
+  const fail = (error: ImportError) => {
+    errorCount++;
+    if (errors.length < MAX_IMPORT_ERRORS) errors.push(error);
+  };
+  const take = async (records: CsvRecord[]) => {
+    let out = '';
+    for (const record of records) {
+      lastLine = record.line;
+      if (!header) {
+        header = readHeader(record);
+        continue;
+      }
+      if (record.fields.every((field) => field.trim() === '')) continue; // a spreadsheet's blank row
+      rows++;
+      if (record.fields.length !== header.width) {
+        fail({
+          line: record.line,
+          column: null,
+          value: null,
+          detail: `has ${record.fields.length} fields; the header has ${header.width}`,
+        });
+        continue;
+      }
+      const nul = record.fields.findIndex((field) => field.includes('\0'));
+      if (nul >= 0) {
+        fail({
+          line: record.line,
+          column: header.present[nul] ?? null,
+          value: null,
+          detail: 'holds a NUL character',
+        });
+        continue;
+      }
+      out += `${record.line}`;
+      for (const position of header.positions) {
+        out += `\t${position < 0 ? '' : copyText(record.fields[position]!)}`;
+      }
+      out += '\n';
+    }
+    if (out && !copy.write(out)) await once(copy, 'drain');
+    if (onProgress && Date.now() - reported >= 250) {
+      reported = Date.now();
+      onProgress({ phase: 'reading', rows });
+    }
+  };
+
+  try {
+    for await (const chunk of source) {
+      const text = decoder.decode(chunk, { stream: true });
+      if (!parser) {
+        pending += text;
+        const lineEnd = pending.search(/[\r\n]/);
+        if (lineEnd < 0 && pending.length < 100_000) continue;
+        delimiter = detectDelimiter(pending.slice(0, lineEnd < 0 ? undefined : lineEnd));
+        parser = new CsvParser(delimiter);
+        await take(parser.push(pending));
+        pending = '';
+      } else {
+        await take(parser.push(text));
+      }
+    }
+    const tail = decoder.decode();
+    parser ??= new CsvParser((delimiter = detectDelimiter(pending + tail)));
+    await take([...parser.push(pending + tail), ...parser.end()]);
+  } catch (error) {
+    if (error instanceof CsvSyntaxError) {
+      throw new Refused([{ line: error.line, column: null, value: null, detail: error.message }]);
+    }
+    if (
+      error instanceof TypeError &&
+      (error as { code?: string }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA'
+    ) {
+      throw new Refused([
+        {
+          line: lastLine,
+          column: null,
+          value: null,
+          detail: 'the file is not UTF-8 text (at or after this line)',
+        },
+      ]);
+    }
+    throw error;
+  }
+  if (!header) {
+    throw new Refused([
+      { line: 1, column: null, value: null, detail: 'the file is empty: it needs a header row' },
+    ]);
+  }
+  return { rows, errors, errorCount, delimiter, present: header.present };
+}
+
+/** The header: each register column's position in a record (-1: absent). */
+function readHeader(record: CsvRecord): { positions: number[]; width: number; present: string[] } {
+  const names = record.fields.map((field) => field.trim());
+  const known = new Set<string>([...REGISTER_COLUMNS, ...REGISTER_READ_ONLY_COLUMNS]);
+  const errors: ImportError[] = [];
+  names.forEach((name, i) => {
+    if (!known.has(name)) {
+      errors.push({
+        line: record.line,
+        column: name,
+        value: name,
+        detail: `is not a column of the register; the columns are ${[...REGISTER_COLUMNS, ...REGISTER_READ_ONLY_COLUMNS].join(', ')}`,
+      });
+    } else if (names.indexOf(name) < i) {
+      errors.push({
+        line: record.line,
+        column: name,
+        value: name,
+        detail: 'is in the header twice',
+      });
+    }
+  });
+  for (const name of REQUIRED_COLUMNS) {
+    if (!names.includes(name)) {
+      errors.push({
+        line: record.line,
+        column: name,
+        value: null,
+        detail: 'the header needs this column',
+      });
+    }
+  }
+  if (errors.length) throw new Refused(errors);
+  return {
+    positions: REGISTER_COLUMNS.map((name) => names.indexOf(name)),
+    width: names.length,
+    present: names,
+  };
+}
+
+/** The SHA-256 of a stream's bytes, in hex, and how many there were, as they pass by. */
+function hashingCounter(): {
+  update(chunk: Buffer): void;
+  digest(): { sha256: string; bytes: number };
+} {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  return {
+    update(chunk) {
+      hash.update(chunk);
+      bytes += chunk.length;
+    },
+    digest: () => ({ sha256: hash.digest('hex'), bytes }),
+  };
+}
+
+/**
+ * Writes the register of the welds `where` selects (SQL over welds `r`, with its values inlined
+ * as literals: COPY takes no parameters) to `out` as CSV with a header, in ISO and weld number
+ * order. Text a spreadsheet would run as a formula (=, +, -, @ first) is written with a leading
+ * apostrophe, which import takes off again (OWASP, CSV injection).
+ */
+export async function exportWelds(
+  db: pg.ClientBase,
+  where: { sql: string; values: unknown[] },
+  out: Writable,
+): Promise<number> {
+  // The welds `r`, their ISO `i`: filters may name either.
+  await db.query(
+    `select set_config('statement_timeout', '600s', true), set_config('datestyle', 'ISO, YMD', true)`,
+  );
+  const condition = where.sql ? `where ${inlineValues(where.sql, where.values)}` : '';
+  const copy = db.query(
+    copyTo(`copy (
+      select weld_hidden.spreadsheet_text(i.iso_number) as "isoNumber",
+             weld_hidden.spreadsheet_text(i.line_number) as "lineNumber",
+             weld_hidden.spreadsheet_text(r.weld_number) as "weldNumber",
+             r.type, trim_scale(r.size) as size, r.schedule,
+             trim_scale(r.wall_thickness) as "wallThickness",
+             weld_hidden.spreadsheet_text(r.material) as material, wr.stamp as "welderStamp",
+             weld_hidden.spreadsheet_text(p.wps_number) as "wpsNumber",
+             weld_hidden.spreadsheet_text(p.revision) as "wpsRevision",
+             r.welded_on as "weldedOn", r.status, r.repair_cycle as "repairCycle", r.version
+        from weld_public.welds r
+        join weld_public.isos i on i.tenant_id = r.tenant_id and i.id = r.iso_id
+        left join weld_public.welders wr on wr.tenant_id = r.tenant_id and wr.id = r.welder_id
+        left join weld_public.wps p on p.tenant_id = r.tenant_id and p.id = r.wps_id
+        ${condition}
+       order by i.iso_number, r.weld_number
+    ) to stdout with (format csv, header)`),
+  );
+  // A BOM first: without it, Excel reads the file in the computer's legacy code page.
+  if (!out.write('\uFEFF')) await once(out, 'drain');
+  await pipeline(copy as Readable, out, { end: false });
+  return copy.rowCount;
+}
+
+/** `sql` with $1, $2, ... replaced by its values as SQL literals (strings, numbers, string arrays). */
+function inlineValues(sql: string, values: unknown[]): string {
+  return sql.replace(/\$(\d+)/g, (_, n: string) => literal(values[Number(n) - 1]));
+}
+
+function literal(value: unknown): string {
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) {
+    const items = value.map((item) => `"${item.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`);
+    return pg.escapeLiteral(`{${items.join(',')}}`);
+  }
+  throw new Error(`no SQL literal for ${typeof value}`);
+}

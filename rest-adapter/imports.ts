@@ -1,0 +1,220 @@
+// The weld register import over HTTP (the work itself: db/weld-register.ts and migration 000013):
+//
+//   POST /imports/welds[?dryRun=true]   body text/csv (UTF-8). 201 with the import's record and
+//                                       Location; a dry run 200 with the counts; 422
+//                                       /problems/import-invalid naming the bad lines; 413 past
+//                                       IMPORT_MAX_BYTES; 403 below engineer
+//   GET  /imports                       the records of the imports that wrote, newest first
+//   GET  /imports/{id}
+//
+// (The export is GET /welds with Accept: text/csv, described with the welds: welds.ts.)
+//
+// The body is first written to a temporary file, so a slow upload holds no database connection
+// and no transaction; the file is read from there into PostgreSQL's COPY, and removed after.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
+import type { Request } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { prepared } from '../db/database.ts';
+import { runImport } from '../db/weld-register.ts';
+import {
+  databaseProblem,
+  HttpProblem,
+  problems,
+  restNaming,
+  zodIssues,
+} from '../server/http/problem.ts';
+import type { Route } from '../server/http/route.ts';
+import { callerContext } from '../server/http/session.ts';
+import { encodeCursor, cursorParam, limitParam, sendPage } from './pagination.ts';
+import { booleanParam, inDatabase, pathId } from './resource.ts';
+
+export interface ImportOptions {
+  /** IMPORT_MAX_BYTES: a larger body is refused (413) before anything is imported. */
+  maxBytes: number;
+}
+
+export const ImportRecord = z
+  .object({
+    id: z.uuid(),
+    kind: z.literal('welds'),
+    importedBy: z.uuid().nullable().describe('the user; null for weld-admin import'),
+    importedAt: z.iso.datetime(),
+    fileSha256: z.string().describe('SHA-256 of the file as uploaded, hex'),
+    fileBytes: z.number().int(),
+    rows: z.number().int().describe('data rows in the file (blank rows not counted)'),
+    created: z.number().int(),
+    updated: z.number().int(),
+    unchanged: z.number().int(),
+    isosCreated: z.number().int(),
+  })
+  .describe('An import that wrote: who, when, which file, what it did.');
+
+export const DryRunAnswer = z.object({
+  dryRun: z.literal(true),
+  rows: z.number().int(),
+  created: z.number().int(),
+  updated: z.number().int(),
+  unchanged: z.number().int(),
+  isosCreated: z.number().int(),
+});
+
+export const ImportError = z.object({
+  line: z.number().int().describe('the line of the file the row starts on (the header is line 1)'),
+  column: z.string().nullable().describe('the column, when one is at fault'),
+  value: z.string().nullable().describe('the value given (first 200 characters)'),
+  detail: z.string(),
+});
+
+export const importQuery = z.strictObject({
+  dryRun: booleanParam.optional().describe('true: validate and count, write nothing'),
+});
+
+export const importListQuery = z.strictObject({
+  limit: limitParam,
+  cursor: cursorParam.optional(),
+});
+
+export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptions): Route[] {
+  const { maxBytes } = options;
+  return [
+    {
+      method: 'POST',
+      path: `${prefix}/imports/welds`,
+      handler: async (req, res) => {
+        const query = importQuery.safeParse(req.query);
+        if (!query.success) throw problems.validation(zodIssues(query.error, 'parameter'));
+        requireCsv(req);
+        // Who may import is the database's to say (WD003 below engineer): asked before the
+        // upload, so a refused caller does not send 50 MB first.
+        await inDatabase(pool, req, (db) => db.query('select weld_hidden.begin_weld_import()'));
+        const dryRun = query.data.dryRun ?? false;
+        const file = await spool(req, maxBytes);
+        try {
+          const outcome = await runImport(pool, callerContext(req), createReadStream(file.path), {
+            dryRun,
+          }).catch(async (error: unknown) => {
+            throw databaseProblem(error, await restNaming(pool)) ?? error;
+          });
+          if (!outcome.ok) {
+            throw new HttpProblem(422, {
+              type: '/problems/import-invalid',
+              title: 'The file has errors',
+              detail:
+                `${outcome.errorCount} error${outcome.errorCount === 1 ? '' : 's'} in the file; ` +
+                'nothing was imported. Correct the lines named and upload the file again.',
+              extensions: { errors: outcome.errors, errorCount: outcome.errorCount },
+            });
+          }
+          res.setHeader('Cache-Control', 'no-store');
+          if (outcome.dryRun) {
+            res.status(200).json({ dryRun: true, ...outcome.counts });
+          } else {
+            res.setHeader('Location', `${prefix}/imports/${outcome.record.id}`);
+            res.status(201).json(outcome.record);
+          }
+        } finally {
+          await file.remove();
+        }
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/imports`,
+      handler: async (req, res) => {
+        const parsed = importListQuery.safeParse(req.query);
+        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const { limit, cursor } = parsed.data;
+        const { rows } = await inDatabase(pool, req, (db) =>
+          db.query<{ id: string; item: object }>(
+            prepared(
+              `select r.id, weld_hidden.import_json(r) as item
+                 from weld_hidden.imports r
+                where $1::uuid is null
+                   or (r.imported_at, r.id) < (select c.imported_at, c.id
+                                                 from weld_hidden.imports c where c.id = $1)
+                order by r.imported_at desc, r.id desc
+                limit $2`,
+              [cursor ?? null, limit + 1],
+            ),
+          ),
+        );
+        sendPage(
+          req,
+          res,
+          rows.map((row) => ({ ...row.item, id: row.id })),
+          limit,
+          (row) => encodeCursor(row.id),
+        );
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/imports/:id`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'import');
+        const { rows } = await inDatabase(pool, req, (db) =>
+          db.query<{ item: object }>(
+            prepared(
+              'select weld_hidden.import_json(r) as item from weld_hidden.imports r where r.id = $1',
+              [id],
+            ),
+          ),
+        );
+        if (!rows[0]) throw problems.notFound('No such import.');
+        res.setHeader('Cache-Control', 'private, no-cache');
+        res.json(rows[0].item);
+      },
+    },
+  ];
+}
+
+/** 415 unless the body is CSV in UTF-8 (the charset may be left out: UTF-8 is assumed). */
+function requireCsv(req: Request): void {
+  const type = req.get('content-type') ?? '';
+  const charset = /;\s*charset="?([^";\s]+)/i.exec(type)?.[1]?.toLowerCase();
+  if (!req.is('text/csv') || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')) {
+    throw new HttpProblem(415, {
+      detail: `The body must be text/csv in UTF-8, not ${type || 'untyped'}.`,
+    });
+  }
+}
+
+/** Writes the request body to a temporary file; 413 past maxBytes. */
+async function spool(
+  req: Request,
+  maxBytes: number,
+): Promise<{ path: string; remove: () => Promise<void> }> {
+  const tooLarge = () =>
+    new HttpProblem(413, {
+      detail: `The file is larger than ${maxBytes} bytes (IMPORT_MAX_BYTES).`,
+      headers: { Connection: 'close' },
+    });
+  if (Number(req.get('content-length') ?? 0) > maxBytes) throw tooLarge();
+  const dir = await mkdtemp(path.join(tmpdir(), 'weld-import-'));
+  const remove = () => rm(dir, { recursive: true, force: true });
+  const file = path.join(dir, 'body.csv');
+  try {
+    const out = createWriteStream(file, { mode: 0o600 });
+    let bytes = 0;
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > maxBytes) throw tooLarge();
+        if (!out.write(chunk)) await once(out, 'drain');
+      }
+    } finally {
+      out.end();
+      await finished(out);
+    }
+    return { path: file, remove };
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+}

@@ -1,0 +1,74 @@
+// The CSV parser of the register import (db/csv.ts): RFC 4180 fields and quotes, the line each
+// record starts on (as an editor counts them, CRLF inside a quoted field counting once), the same
+// records whatever the pieces the text arrives in, and refusals that name their line.
+import test from 'ava';
+import { copyText, CsvParser, CsvSyntaxError, detectDelimiter } from '../../db/csv.ts';
+
+function parse(text: string, delimiter: ',' | ';' = ',', pieces: number[] = []) {
+  const parser = new CsvParser(delimiter);
+  const records = [];
+  let at = 0;
+  for (const size of pieces) {
+    records.push(...parser.push(text.slice(at, at + size)));
+    at += size;
+  }
+  records.push(...parser.push(text.slice(at)), ...parser.end());
+  return records;
+}
+
+const SAMPLE =
+  'a;b;c\r\n' +
+  '1;"x;\r\ny";3\r\n' + // a quoted delimiter and CRLF: lines 2 and 3
+  '\r\n' + // an empty line is no record
+  '"say ""hi""";;\r\n' + // doubled quotes; empty fields
+  '4;5;6\n' + // LF
+  '7;8;9\r' + // a lone CR
+  'last;"";x'; // no final line break
+
+const EXPECTED = [
+  { line: 1, fields: ['a', 'b', 'c'] },
+  { line: 2, fields: ['1', 'x;\r\ny', '3'] },
+  { line: 5, fields: ['say "hi"', '', ''] },
+  { line: 6, fields: ['4', '5', '6'] },
+  { line: 7, fields: ['7', '8', '9'] },
+  { line: 8, fields: ['last', '', 'x'] },
+];
+
+test('fields, quotes and line breaks of every kind, with the line each record starts on', (t) => {
+  t.deepEqual(parse(SAMPLE, ';'), EXPECTED);
+});
+
+test('the same records whatever pieces the text arrives in (every split point, 1-char pieces)', (t) => {
+  for (let split = 1; split < SAMPLE.length; split++) {
+    t.deepEqual(parse(SAMPLE, ';', [split]), EXPECTED, `split at ${split}`);
+  }
+  t.deepEqual(
+    parse(
+      SAMPLE,
+      ';',
+      Array.from({ length: SAMPLE.length }, () => 1),
+    ),
+    EXPECTED,
+  );
+});
+
+test('a quote left open or text after a closing quote is refused at its line', (t) => {
+  const open = t.throws(() => parse('a,b\n1,2\n3,"four\n5,6\n'), { instanceOf: CsvSyntaxError });
+  t.is(open.line, 3);
+  t.regex(open.message, /not closed/);
+  const after = t.throws(() => parse('a,b\n\n"x"y,1\n'), { instanceOf: CsvSyntaxError });
+  t.is(after.line, 3);
+  // A field beyond the limit (a quote opened by mistake swallows the file) is refused early.
+  const long = t.throws(() => new CsvParser(',', 10).push('a\n"' + 'x'.repeat(50)), {
+    instanceOf: CsvSyntaxError,
+  });
+  t.is(long.line, 2);
+});
+
+test('the delimiter is the one the header holds more of; COPY text escapes what it must', (t) => {
+  t.is(detectDelimiter('isoNumber;weldNumber;type'), ';');
+  t.is(detectDelimiter('isoNumber,weldNumber,type'), ',');
+  t.is(detectDelimiter('isoNumber'), ',');
+  t.is(copyText('plain'), 'plain');
+  t.is(copyText('a\\b\tc\r\nd'), 'a\\\\b\\tc\\r\\nd');
+});
