@@ -390,7 +390,7 @@ async function asEngineer<T>(
 
 /**
  * Progress on standard error: on a terminal one line redrawn (rows, rows per second), otherwise
- * a plain line when the phase changes and every five seconds, for logs.
+ * a plain line every five seconds, for logs.
  */
 function progressReporter(unit: string) {
   const terminal = process.stderr.isTTY;
@@ -401,7 +401,9 @@ function progressReporter(unit: string) {
   return {
     report(now: string, count: number) {
       const time = Date.now();
-      if (now === phase && time - last < (terminal ? 200 : 5000)) return;
+      if (terminal ? now === phase && time - last < 200 : time - Math.max(last, started) < 5000) {
+        return; // (in a log, a line every five seconds, and none for a job done sooner)
+      }
       const rate = count / Math.max((time - started) / 1000, 0.001);
       const text = `${now}: ${count.toLocaleString('en')} ${unit} (${Math.round(rate).toLocaleString('en')} ${unit}/s)`;
       if (terminal) process.stderr.write(`\r\x1b[2K${text}`);
