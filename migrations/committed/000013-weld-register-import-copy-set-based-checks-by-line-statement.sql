@@ -1,5 +1,5 @@
 --! Previous: sha1:f1143f57d7c7de5f43511578e5f4c1e959d5e57d
---! Hash: sha1:54008146eebe6cec86edc37e543f10aa2a82200f
+--! Hash: sha1:24a53b6deda6e1f70da1ba1e2085aea36c5a9892
 --! Message: Weld register import: COPY, set-based checks by line, statement-level weld guards
 
 -- The weld register import (POST /imports/welds, weld-admin import welds): a CSV file of welds,
@@ -283,6 +283,16 @@ begin
 end
 $$;
 
+-- ANALYZE of the plan: only its owner may, and the owner made it (begin_weld_import).
+create or replace function weld_hidden.analyze_weld_import() returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  analyze pg_temp.weld_import_plan;
+end
+$$;
+
 -- Validates and classifies the rows of weld_import_rows. `present`: the columns the file has
 -- (contract names); a column it lacks leaves an existing weld's value as it is, a present but
 -- empty cell clears it. `decimal_comma`: numbers may use a decimal comma (semicolon files from
@@ -294,6 +304,9 @@ create or replace function weld_hidden.check_weld_import(
 ) returns json
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
+  -- Every join here pairs tens of thousands of rows, some of them just written: a nested loop,
+  -- which an estimate off by a little picks, would take hours; hash joins take seconds.
+  set enable_nestloop = off
 as $$
 declare
   tenant uuid := weld_hidden.current_tenant_id();
@@ -380,6 +393,10 @@ begin
                 then 'unchanged'
               else 'update' end
     from resolved x;
+
+  -- The plan's statistics, so that what follows (and apply_weld_import) is planned for its real
+  -- size: without them the planner guesses a few hundred rows and may scan it once per weld.
+  perform weld_hidden.analyze_weld_import();
 
   -- What is wrong, by line and column. (Each check builds its error only where it fails, so a
   -- valid row costs twelve NULLs, not twelve rows.)
@@ -540,6 +557,7 @@ create or replace function weld_hidden.apply_weld_import(file_sha256 text, file_
   returns json
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
+  set enable_nestloop = off -- as check_weld_import; the plan's statistics predate its new ids
 as $$
 declare
   tenant uuid := weld_hidden.current_tenant_id();
@@ -610,6 +628,7 @@ $$;
 
 grant execute on function
   weld_hidden.begin_weld_import(),
+  weld_hidden.analyze_weld_import(),
   weld_hidden.check_weld_import(text[], boolean, integer),
   weld_hidden.import_inches(text, boolean),
   weld_hidden.import_date(text),

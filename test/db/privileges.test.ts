@@ -152,6 +152,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.purge_events(keep_days integer)': server(owner),
     // The weld register import (000013): engineers and up import; every reader's export.
     'weld_hidden.begin_weld_import()': roles(owner, 'weld_engineer'),
+    'weld_hidden.analyze_weld_import()': roles(owner, 'weld_engineer'),
     'weld_hidden.check_weld_import(present text[], decimal_comma boolean, max_errors integer)':
       roles(owner, 'weld_engineer'),
     'weld_hidden.apply_weld_import(file_sha256 text, file_bytes bigint)': roles(
