@@ -46,9 +46,13 @@ export class CsvParser {
   #recordLine = 1;
   #fieldStarted = false;
 
-  constructor(delimiter: ',' | ';', maxField = 10_000) {
+  readonly #maxFields: number;
+
+  /** maxField (characters) and maxFields (per record) keep a hostile file's records small. */
+  constructor(delimiter: ',' | ';', maxField = 10_000, maxFields = 100) {
     this.#delimiter = delimiter.charCodeAt(0);
     this.#maxField = maxField;
+    this.#maxFields = maxFields;
   }
 
   /** The records this piece of text completes. */
@@ -147,6 +151,12 @@ export class CsvParser {
   }
 
   #endField(): void {
+    if (this.#fields.length === this.#maxFields) {
+      throw new CsvSyntaxError(
+        this.#recordLine,
+        `a record has more than ${this.#maxFields} fields`,
+      );
+    }
     this.#fields.push(this.#field);
     this.#field = '';
     this.#fieldStarted = false;

@@ -388,7 +388,8 @@ export async function exportWelds(
              weld_hidden.spreadsheet_text(r.weld_number) as "weldNumber",
              r.type, trim_scale(r.size) as size, r.schedule,
              trim_scale(r.wall_thickness) as "wallThickness",
-             weld_hidden.spreadsheet_text(r.material) as material, wr.stamp as "welderStamp",
+             weld_hidden.spreadsheet_text(r.material) as material,
+             weld_hidden.spreadsheet_text(wr.stamp) as "welderStamp",
              weld_hidden.spreadsheet_text(p.wps_number) as "wpsNumber",
              weld_hidden.spreadsheet_text(p.revision) as "wpsRevision",
              r.welded_on as "weldedOn", r.status, r.repair_cycle as "repairCycle", r.version

@@ -1,5 +1,5 @@
 --! Previous: sha1:f1143f57d7c7de5f43511578e5f4c1e959d5e57d
---! Hash: sha1:24a53b6deda6e1f70da1ba1e2085aea36c5a9892
+--! Hash: sha1:6dd70ce8e5aa88229ed1a26fd584212458918204
 --! Message: Weld register import: COPY, set-based checks by line, statement-level weld guards
 
 -- The weld register import (POST /imports/welds, weld-admin import welds): a CSV file of welds,
@@ -332,7 +332,7 @@ begin
            upper(nullif(btrim(r.schedule), '')) as schedule_text,
            nullif(btrim(r.wall_thickness), '') as wall_text,
            weld_hidden.from_spreadsheet_text(nullif(btrim(r.material), '')) as material,
-           nullif(btrim(r.welder_stamp), '') as welder_stamp,
+           weld_hidden.from_spreadsheet_text(nullif(btrim(r.welder_stamp), '')) as welder_stamp,
            weld_hidden.from_spreadsheet_text(nullif(btrim(r.wps_number), '')) as wps_number,
            weld_hidden.from_spreadsheet_text(nullif(btrim(r.wps_revision), '')) as wps_revision,
            nullif(btrim(r.welded_on), '') as welded_on_text

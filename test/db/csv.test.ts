@@ -63,6 +63,13 @@ test('a quote left open or text after a closing quote is refused at its line', (
     instanceOf: CsvSyntaxError,
   });
   t.is(long.line, 2);
+  // So is a record of more fields than any register has (memory and time would follow them).
+  const wide = t.throws(() => parse('a,b\n' + ','.repeat(100) + '\n'), {
+    instanceOf: CsvSyntaxError,
+  });
+  t.is(wide.line, 2);
+  t.regex(wide.message, /more than 100 fields/);
+  t.is(parse('a\n' + ','.repeat(99) + '\n')[1]!.fields.length, 100);
 });
 
 test('the delimiter is the one the header holds more of; COPY text escapes what it must', (t) => {
