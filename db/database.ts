@@ -250,20 +250,47 @@ export async function connectClient(
   return client;
 }
 
+/** How long a request waits for a pooled connection, and runs a statement, when not configured. */
+export const POOL_DEFAULTS = { waitMs: 2_000, statementTimeoutMs: 30_000 } as const;
+
+/**
+ * A pool of connections. Every wait is bounded, so a request never hangs on the database:
+ *   waitMs              for a free connection, and for a new one to connect (DB_POOL_WAIT_MS);
+ *                       past it, pool.connect() rejects ("timeout exceeded when trying to
+ *                       connect": 503 /problems/busy in server/http/problem.ts)
+ *   statementTimeoutMs  per statement (statement_timeout, server side; DB_STATEMENT_TIMEOUT_MS); a
+ *                       transaction may raise it for itself (imports do)
+ * TCP keepalive finds a connection whose server vanished without closing it (a failover, a
+ * dropped NAT entry); a server that went away properly (a restart, a crash) closes its sockets,
+ * and the broken connections are dropped from the pool as they fail, so the pool refills with
+ * fresh ones (named prepared statements are per connection, so they are prepared again).
+ */
 export function createPool(
   url: string,
-  options: { max: number; onError?: (error: Error) => void },
+  options: {
+    max: number;
+    waitMs?: number;
+    statementTimeoutMs?: number;
+    onError?: (error: Error) => void;
+  },
 ): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max,
-    // A runaway statement is cancelled rather than holding a connection forever.
-    statement_timeout: 30_000,
+    connectionTimeoutMillis: options.waitMs ?? POOL_DEFAULTS.waitMs,
+    statement_timeout: options.statementTimeoutMs ?? POOL_DEFAULTS.statementTimeoutMs,
     idle_in_transaction_session_timeout: 60_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     application_name: 'weld-data-service',
   });
   // An idle client that loses its connection emits here; unhandled, it would end the process.
   pool.on('error', options.onError ?? (() => {}));
+  // A checked-out client has no listener of pg-pool's, and the server's last words when it goes
+  // away ("terminating connection due to unexpected postmaster exit") arrive as an 'error' event
+  // between queries: unhandled, that too would end the process. Whoever holds the client learns
+  // of it from the next query, which fails; the broken client is then dropped (inTransaction).
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

@@ -55,9 +55,14 @@ export interface EmbeddedCluster {
   port: number;
   superuserPassword: string;
   /** The postgres pid, and whether this process started it (and so must stop it). */
-  pid: number;
+  readonly pid: number;
   startedHere: boolean;
   stop(): Promise<void>;
+  /**
+   * From now on, start PostgreSQL again whenever it stops unasked, reporting each step (the
+   * server does this; a short-lived command does not). Does nothing for a cluster found running.
+   */
+  supervise(log: SuperviseLog): void;
 }
 
 export interface EmbeddedOptions {
@@ -84,14 +89,16 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
   const portFile = path.join(dataDir, 'pg.port');
   const rememberedPort = Number(readOwnFile(portFile, 'pg.port')?.trim());
   const logFile = path.join(dataDir, 'postgres.log');
-  const logFd = openOwnFile(
-    logFile,
-    fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT,
-    0o600,
-    'postgres.log',
-  );
-  let child: ChildProcess;
+  const openLog = () =>
+    openOwnFile(
+      logFile,
+      fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT,
+      0o600,
+      'postgres.log',
+    );
+  let logFd: number | undefined = openLog();
   let port: number;
+  let launch: () => Postmaster;
   try {
     const { pgData, scratchDir } = placeCluster(dataDir, runAs, stateDir);
     const bin = await binaries(runAs, stateDir);
@@ -107,6 +114,7 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
         superuserPassword,
         startedHere: false,
         stop: async () => {},
+        supervise: () => {}, // its starter supervises it, if anyone does
       };
     }
 
@@ -121,44 +129,124 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
       shared_buffers: '256MB',
       ...options.settings,
     };
-    child = spawn(
-      bin.postgres,
-      [
-        '-D',
-        pgData,
-        '-p',
-        String(port),
-        ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-      ],
-      // cwd: the postgres user may not be able to enter ours. detached: a process group of its
-      // own, out of reach of the terminal's Ctrl-C (see the top of this file).
-      { stdio: ['ignore', logFd, logFd], cwd: '/', detached: true, ...(runAs ?? {}) },
-    );
+    const args = [
+      '-D',
+      pgData,
+      '-p',
+      String(port),
+      ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    ];
+    launch = () => {
+      // The log is opened again for each start: the first one is open now; a restart reopens it.
+      const fd = logFd ?? openLog();
+      logFd = undefined;
+      try {
+        // cwd: the postgres user may not be able to enter ours. detached: a process group of its
+        // own, out of reach of the terminal's Ctrl-C (see the top of this file).
+        const child = spawn(bin.postgres, args, {
+          stdio: ['ignore', fd, fd],
+          cwd: '/',
+          detached: true,
+          ...(runAs ?? {}),
+        });
+        const forget = stopOnUnhandledSignal(() => child.kill('SIGINT'));
+        const exited = new Promise<string>((resolve) => {
+          child.once('exit', (code, signal) => resolve(`exit ${code ?? signal}`));
+          child.once('error', (error) => resolve(error.message));
+        });
+        void exited.then(forget);
+        return { child, exited };
+      } finally {
+        fs.closeSync(fd); // postgres has its own copy
+      }
+    };
   } finally {
-    fs.closeSync(logFd); // postgres has its own copy
+    if (logFd !== undefined) fs.closeSync(logFd);
+    logFd = undefined;
   }
-  const started = child;
-  const forget = stopOnUnhandledSignal(() => started.kill('SIGINT'));
-  const exited = new Promise<string>((resolve) => {
-    started.once('exit', (code, signal) => resolve(`exit ${code ?? signal}`));
-    started.once('error', (error) => resolve(error.message));
-  });
-  void exited.then(forget);
+
+  let current = launch();
   try {
-    await waitUntilReady(port, superuserPassword, exited, logFile);
+    await waitUntilReady(port, superuserPassword, current.exited, logFile);
     writeOwnFile(portFile, `${port}\n`, 'pg.port');
   } catch (error) {
-    await stopChild(started, exited);
+    await stopChild(current.child, current.exited);
     throw error;
   }
+
+  // Supervision: when PostgreSQL stops without being asked (a crash, a kill -9, the OOM killer),
+  // start it again on the same port, waiting longer after each failed attempt and after a crash
+  // that follows a restart closely (a crash loop does not spin). The pools reconnect by
+  // themselves; until then requests get 503.
+  let stopping = false;
+  let report: SuperviseLog | undefined;
+  let lastRestart = { at: 0, delayMs: 0 };
+  const watch = (run: Postmaster) =>
+    void run.exited.then((how) => {
+      if (!stopping && report && run === current) void restart(how, report);
+    });
+  async function restart(how: string, log: SuperviseLog): Promise<void> {
+    let delayMs =
+      Date.now() - lastRestart.at < RESTART_MS.stableAfter
+        ? Math.min(lastRestart.delayMs * 2, RESTART_MS.max)
+        : RESTART_MS.first;
+    log('error', `embedded PostgreSQL stopped unexpectedly (${how}); restarting in ${delayMs} ms`);
+    for (let attempt = 1; ; attempt++) {
+      await sleep(delayMs);
+      if (stopping) return;
+      const run = launch();
+      try {
+        await waitUntilReady(port, superuserPassword, run.exited, logFile);
+      } catch (error) {
+        await stopChild(run.child, run.exited);
+        if (stopping) return;
+        const next = Math.min(delayMs * 2, RESTART_MS.max);
+        log(
+          'warn',
+          `embedded PostgreSQL did not start again (attempt ${attempt}: ${(error as Error).message}); ` +
+            `next attempt in ${next} ms`,
+        );
+        delayMs = next;
+        continue;
+      }
+      if (stopping) return void (await stopChild(run.child, run.exited));
+      current = run;
+      lastRestart = { at: Date.now(), delayMs };
+      log('info', `embedded PostgreSQL restarted (pid ${run.child.pid}, attempt ${attempt})`);
+      watch(run);
+      return;
+    }
+  }
+
   return {
     port,
     superuserPassword,
-    pid: started.pid!,
+    get pid() {
+      return current.child.pid!;
+    },
     startedHere: true,
-    stop: () => stopChild(started, exited),
+    stop: async () => {
+      stopping = true;
+      await stopChild(current.child, current.exited);
+    },
+    supervise: (log) => {
+      report = log;
+      watch(current);
+    },
   };
 }
+
+/** A postgres process started here, and what its exit said ("exit 0", "exit SIGKILL"). */
+interface Postmaster {
+  child: ChildProcess;
+  exited: Promise<string>;
+}
+
+/** Where supervision reports: a crash (error), a failed restart (warn), a restart (info). */
+export type SuperviseLog = (level: 'info' | 'warn' | 'error', message: string) => void;
+
+/** The waits of supervision between a crash and the next start. */
+const RESTART_MS = { first: 500, max: 30_000, stableAfter: 60_000 };
 
 /** The superuser connection string for a database of the embedded cluster. */
 export function embeddedUrl(cluster: EmbeddedCluster, database: string): string {

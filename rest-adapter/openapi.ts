@@ -313,7 +313,8 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/query-too-large | 400 | GraphQL: over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
-| /problems/timeout | 503 | a statement timeout cancelled the work |
+| /problems/timeout | 503 | a statement timeout cancelled the work (DB_STATEMENT_TIMEOUT_MS) |
+| /problems/busy | 503 | every database connection of this instance stayed busy for DB_POOL_WAIT_MS; Retry-After |
 | /problems/database-unavailable | 503 | the database does not answer; Retry-After |
 | /problems/schema-behind | 503 | readiness: the database lacks a migration this build needs |
 | /problems/shutting-down | 503 | readiness: the instance is stopping |`;

@@ -7,6 +7,7 @@
 //   -> 404 for anything else, and every error rendered once as problem+json (http/problem.ts)
 //
 // Which routes there are is decided by the caller (server/routes.ts lists the service's own).
+import http from 'node:http';
 import express from 'express';
 import type pg from 'pg';
 import { requestLogging, type Logger } from './http/log.ts';
@@ -18,6 +19,11 @@ import { tenantResolver, type TrustProxy } from './http/tenancy.ts';
 export interface AppDeps {
   /** The authenticator pool. */
   pool: pg.Pool;
+  /**
+   * A small pool of its own for the tenant lookup (and the health probes, routes.ts): neither
+   * queues behind busy requests, so an overloaded instance still says so quickly. Default: pool.
+   */
+  controlPool?: pg.Pool;
   logger: Logger;
   verifier: Verifier;
   trustProxy: TrustProxy;
@@ -38,7 +44,7 @@ export function createApp(deps: AppDeps): express.Express {
       deps,
     ),
   );
-  app.use(tenantResolver(deps.pool));
+  app.use(tenantResolver(deps.controlPool ?? deps.pool));
   app.use(
     mount(
       deps.routes.filter((r) => r.tenant !== false),
@@ -50,4 +56,31 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use(problemHandler);
   return app;
+}
+
+/** How long a client may take to send its request, or keep an idle connection (config.ts). */
+export interface HttpTimeouts {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+/**
+ * The HTTP server for an app. A client that sends its headers too slowly (slowloris) gets 408 and
+ * loses the socket after headersTimeoutMs, one that sends its body too slowly after
+ * requestTimeoutMs (responses, such as event streams, are not limited), and an idle keep-alive
+ * connection is closed after keepAliveTimeoutMs.
+ */
+export function createHttpServer(app: express.Express, timeouts: HttpTimeouts): http.Server {
+  const server = http.createServer(
+    {
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      // node looks for sockets past those two only this often (30 s unless told)
+      connectionsCheckingInterval: 1000,
+    },
+    app,
+  );
+  server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;
+  return server;
 }

@@ -14,6 +14,7 @@ import {
   wholeNumber,
   type DatabaseSource,
 } from '../db/config.ts';
+import { POOL_DEFAULTS } from '../db/database.ts';
 import type { TrustProxy } from './http/tenancy.ts';
 
 /** GraphQL's limits when the environment does not set them (see server/graphql-cost.ts). */
@@ -21,6 +22,17 @@ export const GRAPHQL_DEFAULTS = {
   maxCost: 100_000,
   statementTimeoutMs: 10_000,
   poolMax: 5,
+} as const;
+
+/**
+ * How long a slow or idle client may hold a socket, when the environment does not say (README,
+ * "Operating it"). headersTimeout ends a slowloris client; requestTimeout bounds the whole upload
+ * (a 50 MB import at 0.5 MB/s fits); keepAliveTimeout ends an idle keep-alive connection.
+ */
+export const HTTP_DEFAULTS = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 120_000,
+  keepAliveTimeoutMs: 5_000,
 } as const;
 
 /** The largest weld register file an import takes (README, "Import and export"). */
@@ -65,6 +77,12 @@ const envSchema = z.object({
   MAX_BODY_BYTES: wholeNumber(1024, 64 * 1024 * 1024).default(1024 * 1024),
   IMPORT_MAX_BYTES: wholeNumber(1024, 1024 * 1024 * 1024).default(IMPORT_DEFAULTS.maxBytes),
   DB_POOL_MAX: wholeNumber(1, 500).default(20),
+  DB_POOL_WAIT_MS: wholeNumber(50, 60_000).default(POOL_DEFAULTS.waitMs),
+  DB_STATEMENT_TIMEOUT_MS: wholeNumber(100, 3_600_000).default(POOL_DEFAULTS.statementTimeoutMs),
+  HTTP_HEADERS_TIMEOUT_MS: wholeNumber(1000, 600_000).default(HTTP_DEFAULTS.headersTimeoutMs),
+  HTTP_REQUEST_TIMEOUT_MS: wholeNumber(1000, 3_600_000).default(HTTP_DEFAULTS.requestTimeoutMs),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: wholeNumber(1000, 600_000).default(HTTP_DEFAULTS.keepAliveTimeoutMs),
+  SIGNING_KEYS_RELOAD_SECONDS: wholeNumber(1, 3600).default(60),
   SHUTDOWN_GRACE_MS: wholeNumber(0, 600_000).default(10_000),
   ACCESS_TOKEN_TTL_SECONDS: wholeNumber(30, 3600).default(600),
   REFRESH_TOKEN_TTL_SECONDS: wholeNumber(300, 365 * 86_400).default(30 * 86_400),
@@ -96,12 +114,19 @@ export interface Config {
     maxBytes: number;
   };
   dbPoolMax: number;
+  /** How long a request waits for a pooled connection before 503 /problems/busy. */
+  dbPoolWaitMs: number;
+  /** statement_timeout of every REST transaction (an import raises its own). */
+  dbStatementTimeoutMs: number;
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
   shutdownGraceMs: number;
   auth: {
     accessTokenTtl: number;
     refreshTokenTtl: number;
     /** ES256 private JWKs from JWT_SIGNING_KEYS; undefined: each tenant's keys live in the database. */
     signingKeys: JWK[] | undefined;
+    /** How long a process reuses a tenant's keys before reading them again (a rotation's delay). */
+    keysReloadMs: number;
   };
   graphql: {
     /** The cost budget of one GraphQL request. */
@@ -131,6 +156,12 @@ export interface Config {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parseEnvironment(envSchema, env);
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    // node refuses it too, with a stack trace instead of a line
+    throw new ConfigError(
+      'Invalid configuration: HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS',
+    );
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -141,11 +172,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     imports: { maxBytes: e.IMPORT_MAX_BYTES },
     dbPoolMax: e.DB_POOL_MAX,
+    dbPoolWaitMs: e.DB_POOL_WAIT_MS,
+    dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+    http: {
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     auth: {
       accessTokenTtl: e.ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtl: e.REFRESH_TOKEN_TTL_SECONDS,
       signingKeys: e.JWT_SIGNING_KEYS === undefined ? undefined : signingKeys(e.JWT_SIGNING_KEYS),
+      keysReloadMs: e.SIGNING_KEYS_RELOAD_SECONDS * 1000,
     },
     graphql: {
       maxCost: e.GRAPHQL_MAX_COST,

@@ -2,7 +2,8 @@
 //
 // Start: parse the environment (a bad value stops here with one line naming the variable), reach
 // the database (starting the embedded one when no URL is given), migrate or refuse when behind,
-// listen. Stop (SIGTERM/SIGINT): take no new connections, let in-flight requests finish (at most
+// listen. While running, an embedded PostgreSQL that dies is started again (db/embedded.ts), and
+// an outage of any database makes requests answer 503 until it is back. Stop (SIGTERM/SIGINT): take no new connections, let in-flight requests finish (at most
 // SHUTDOWN_GRACE_MS), close the pool, stop the embedded PostgreSQL, exit 0.
 import './environment.ts';
 import type { AddressInfo } from 'node:net';
@@ -11,7 +12,7 @@ import { openMigratedDatabase } from '../db/migrate.ts';
 import { ensureDemoTenant } from '../db/tenants.ts';
 import { createDemoUsers } from '../db/users.ts';
 import { ConfigError } from '../db/config.ts';
-import { createApp } from './app.ts';
+import { createApp, createHttpServer } from './app.ts';
 import { KeyRing } from './auth/keys.ts';
 import { SessionRevocations } from './auth/revocations.ts';
 import { loadConfig, type Config } from './config.ts';
@@ -38,16 +39,25 @@ async function main(): Promise<void> {
     log: (message) => logger.info({ component: 'migrate' }, message),
   });
   logger.info({ database: target.description }, 'database ready');
+  target.embedded?.supervise((level, message) => logger[level]({ component: 'postgres' }, message));
 
   const onError = (error: Error) => logger.warn({ err: error }, 'idle database connection failed');
-  const pool = createPool(target.authenticatorUrl, { max: config.dbPoolMax, onError });
+  const bounds = { waitMs: config.dbPoolWaitMs, statementTimeoutMs: config.dbStatementTimeoutMs };
+  const pool = createPool(target.authenticatorUrl, { max: config.dbPoolMax, ...bounds, onError });
   // GraphQL gets a pool of its own: a burst of heavy reports waits for its own connections and
-  // never takes the ones REST (and sign-in) need.
-  const graphqlPool = createPool(target.authenticatorUrl, { max: config.graphql.poolMax, onError });
+  // never takes the ones REST (and sign-in) need. Tenant lookups and health probes get two
+  // connections of their own, so a busy instance still answers them at once.
+  const graphqlPool = createPool(target.authenticatorUrl, {
+    max: config.graphql.poolMax,
+    ...bounds,
+    onError,
+  });
+  const controlPool = createPool(target.authenticatorUrl, { max: 2, ...bounds, onError });
   let draining = false;
   const ring = new KeyRing(pool, {
     accessTokenTtl: config.auth.accessTokenTtl,
     configuredKeys: config.auth.signingKeys,
+    reloadAfterMs: config.auth.keysReloadMs,
   });
   logger.info(
     config.auth.signingKeys
@@ -74,12 +84,14 @@ async function main(): Promise<void> {
   await graphql.warm();
   const app = createApp({
     pool,
+    controlPool,
     logger,
     verifier: { ring, revocations },
     trustProxy: config.trustProxy,
     maxBodyBytes: config.maxBodyBytes,
     routes: serviceRoutes({
       pool,
+      controlPool,
       ring,
       graphql,
       auth: {
@@ -97,7 +109,9 @@ async function main(): Promise<void> {
     }),
   });
 
-  const server = config.host ? app.listen(config.port, config.host) : app.listen(config.port);
+  const server = createHttpServer(app, config.http);
+  if (config.host) server.listen(config.port, config.host);
+  else server.listen(config.port);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -149,6 +163,7 @@ async function main(): Promise<void> {
     await webhookWorker?.stop();
     await revocations.stop();
     await graphqlPool.end();
+    await controlPool.end();
     await pool.end();
     await target.release();
     logger.info('stopped');

@@ -19,6 +19,8 @@ import type { Route } from './http/route.ts';
 
 export interface ServiceDeps {
   pool: pg.Pool;
+  /** The health probes' pool (see AppDeps.controlPool); default: pool. */
+  controlPool?: pg.Pool;
   ring: KeyRing;
   graphql: Graphql;
   auth: { accessTokenTtl: number; refreshTokenTtl: number };
@@ -36,7 +38,10 @@ export const DATA_PREFIXES = ['', '/api'] as const;
 
 export function serviceRoutes(deps: ServiceDeps): Route[] {
   return [
-    ...healthRoutes({ pool: deps.pool, isDraining: deps.isDraining ?? (() => false) }),
+    ...healthRoutes({
+      pool: deps.controlPool ?? deps.pool,
+      isDraining: deps.isDraining ?? (() => false),
+    }),
     ...authRoutes({ pool: deps.pool, ring: deps.ring, ...deps.auth }),
     ...DATA_PREFIXES.flatMap((prefix) => [
       ...weldLifecycleRoutes(deps.pool, prefix),

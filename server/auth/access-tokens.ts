@@ -47,6 +47,11 @@ const verified = new Map<
   { claims: AccessClaims; expiresAt: number; kid: string | undefined }
 >();
 const MAX_VERIFIED = 50_000;
+/**
+ * Verifications under way: a burst of requests with one new token (a client's first page of
+ * parallel requests, or a storm) verifies its signature once, not once per request.
+ */
+const verifying = new Map<string, ReturnType<typeof verifyUncached>>();
 
 export async function verifyAccessToken(
   ring: KeyRing,
@@ -65,7 +70,12 @@ export async function verifyAccessToken(
     }
     verified.delete(cacheKey);
   }
-  const { claims, exp, kid } = await verifyUncached(ring, token, expected);
+  let verification = verifying.get(cacheKey);
+  if (!verification) {
+    verification = verifyUncached(ring, token, expected).finally(() => verifying.delete(cacheKey));
+    verifying.set(cacheKey, verification);
+  }
+  const { claims, exp, kid } = await verification;
   if (verified.size >= MAX_VERIFIED) verified.clear();
   verified.set(cacheKey, { claims, expiresAt: exp * 1000, kid });
   return claims;

@@ -3,11 +3,13 @@
 // until the tokens it signed have expired.
 //
 // Timing of a rotation (`weld-admin keys rotate`, or a key added in SQL), for other processes:
-// each process rereads a tenant's keys at most RELOAD_AFTER_MS after it last read them, so a new
-// key signs everywhere within a minute; a token signed with a key this process has not seen yet
-// makes it reread at once (at most every UNKNOWN_KID_RELOAD_MS). Clients that cache the JWKS
+// each process rereads a tenant's keys at most RELOAD_AFTER_MS (SIGNING_KEYS_RELOAD_SECONDS) after
+// it last read them, so a new key signs everywhere within a minute; a token signed with a key this
+// process has not seen yet makes it reread (at most every UNKNOWN_KID_RELOAD_MS: a request that
+// comes sooner waits for that reread), so every process honours it as soon as one issues it. Clients that cache the JWKS
 // (Cache-Control: max-age=300) see the new key within five minutes.
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import type pg from 'pg';
 import { asAuthenticator } from '../../db/database.ts';
@@ -29,7 +31,10 @@ interface TenantKeys {
   csrfKey: Buffer;
 }
 
-/** How long a tenant's keys are reused before they are read again (a rotation shows up by then). */
+/**
+ * How long a tenant's keys are reused before they are read again (a rotation shows up by then),
+ * unless SIGNING_KEYS_RELOAD_SECONDS says otherwise.
+ */
 const RELOAD_AFTER_MS = 60_000;
 /** An unknown kid may mean a rotation elsewhere; reread, but not more often than this. */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
@@ -42,14 +47,16 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
 export class KeyRing {
   readonly #pool: pg.Pool;
   readonly #trustRetiredMs: number;
+  readonly #reloadAfterMs: number;
   readonly #configured: Promise<TenantKey[]> | undefined;
   readonly #tenants = new Map<string, { loading: Promise<TenantKeys>; startedAt: number }>();
 
   constructor(
     pool: pg.Pool,
-    options: { accessTokenTtl: number; configuredKeys?: JWK[] | undefined },
+    options: { accessTokenTtl: number; configuredKeys?: JWK[] | undefined; reloadAfterMs?: number },
   ) {
     this.#pool = pool;
+    this.#reloadAfterMs = options.reloadAfterMs ?? RELOAD_AFTER_MS;
     this.#trustRetiredMs = (options.accessTokenTtl + 60) * 1000;
     this.#configured =
       options.configuredKeys &&
@@ -66,8 +73,14 @@ export class KeyRing {
   async verificationKey(tenantId: string, kid: string | undefined): Promise<CryptoKey> {
     let found = (await this.#keys(tenantId)).find((k) => k.kid === kid);
     const entry = this.#tenants.get(tenantId);
-    if (!found && kid && entry && Date.now() - entry.startedAt > UNKNOWN_KID_RELOAD_MS) {
-      this.#tenants.delete(tenantId);
+    if (!found && kid && entry && !this.#configured) {
+      // A key this process has not read yet: rotated by another process, read again. Read just
+      // now: wait until the read is UNKNOWN_KID_RELOAD_MS old (a token signed by a key made in
+      // that moment is honoured late rather than refused), and share that one read with every
+      // other request that waits, so made-up kids cannot make us read more often than that.
+      const age = Date.now() - entry.startedAt;
+      if (age < UNKNOWN_KID_RELOAD_MS) await sleep(UNKNOWN_KID_RELOAD_MS - age);
+      if (this.#tenants.get(tenantId) === entry) this.#tenants.delete(tenantId);
       found = (await this.#keys(tenantId)).find((k) => k.kid === kid);
     }
     if (!found) throw new TokenError(`no trusted key ${kid ?? '(none)'}`);
@@ -98,7 +111,7 @@ export class KeyRing {
 
   #tenant(tenantId: string): Promise<TenantKeys> {
     const cached = this.#tenants.get(tenantId);
-    if (cached && Date.now() - cached.startedAt < RELOAD_AFTER_MS) return cached.loading;
+    if (cached && Date.now() - cached.startedAt < this.#reloadAfterMs) return cached.loading;
     const loading = this.#load(tenantId);
     this.#tenants.set(tenantId, { loading, startedAt: Date.now() });
     loading.catch(() => this.#tenants.delete(tenantId));

@@ -18,22 +18,28 @@ declare global {
 }
 
 export function createLogger(level: string): Logger {
-  return pino({
-    level,
-    base: { service: 'weld-data-service' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: {
-      paths: [
-        '*.password',
-        '*.accessToken',
-        '*.refreshToken',
-        '*.authorization',
-        '*.cookie',
-        '*.connectionString',
-      ],
-      censor: '[redacted]',
+  return pino(
+    {
+      level,
+      base: { service: 'weld-data-service' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: [
+          '*.password',
+          '*.accessToken',
+          '*.refreshToken',
+          '*.authorization',
+          '*.cookie',
+          '*.connectionString',
+        ],
+        censor: '[redacted]',
+      },
     },
-  });
+    // Written asynchronously: under a burst (an overload answering hundreds of 503s at once), a
+    // slow reader of stdout must not stall the event loop that answers health checks. Lines still
+    // go out at once when the process is idle, and are flushed when it exits.
+    pino.destination({ dest: 1, sync: false }),
+  );
 }
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -83,6 +83,13 @@ export const problems = {
       detail: 'The database does not answer; try again shortly.',
       headers: { 'Retry-After': '5' },
     }),
+  busy: () =>
+    new HttpProblem(503, {
+      type: '/problems/busy',
+      title: 'Service busy',
+      detail: 'Every database connection stayed busy for the whole wait; try again shortly.',
+      headers: { 'Retry-After': '1' },
+    }),
   validation: (issues: ValidationIssue[]) =>
     new HttpProblem(422, {
       type: '/problems/validation-failed',
@@ -424,11 +431,27 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '3D000', // database does not exist
 ]); // prettier-ignore
 
+/**
+ * pg-pool's wait for a connection (DB_POOL_WAIT_MS) ran out while every one of them was busy: the
+ * service is overloaded, the database is not down (a connection that cannot be made fails with
+ * its own error). pg-pool says so only in the message.
+ */
+export function isPoolWaitTimeout(error: unknown): boolean {
+  return (error as { message?: unknown })?.message === 'timeout exceeded when trying to connect';
+}
+
 export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: unknown; syscall?: unknown; message?: unknown };
   if (typeof e?.code === 'string' && UNAVAILABLE_SQLSTATES.has(e.code)) return true;
   if (typeof e?.syscall === 'string') return true; // ECONNREFUSED, ECONNRESET, ...
-  return typeof e?.message === 'string' && /^Connection terminated/.test(e.message);
+  // node-postgres's own words for a connection that broke under it (a client the server dropped
+  // between two queries of a transaction is "not queryable")
+  return (
+    typeof e?.message === 'string' &&
+    /^(Connection terminated|Client has encountered a connection error|Client was closed)/.test(
+      e.message,
+    )
+  );
 }
 
 /** Turns any thrown value into the problem the client should see. */
@@ -466,6 +489,7 @@ export function databaseProblem(
   error: unknown,
   naming: ColumnNaming = REST_NAMING,
 ): HttpProblem | undefined {
+  if (isPoolWaitTimeout(error)) return problems.busy();
   if (isDatabaseUnavailable(error)) return problems.databaseUnavailable();
   const code = (error as { code?: unknown } | null)?.code;
   const mapped =
@@ -528,7 +552,11 @@ export function sendProblem(res: Response, problem: HttpProblem): void {
 /** express's final error handler: log what is ours to fix, answer with the problem. */
 export const problemHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const problem = toProblem(error);
-  if (problem.status >= 500) {
+  if (problem.status === 503) {
+    // An outage or overload, not a bug: one line with the cause, no stack (README, "Operating it")
+    const cause = error instanceof HttpProblem ? undefined : (error as Error).message;
+    req.log.warn({ problem: problem.type, cause }, problem.detail);
+  } else if (problem.status >= 500) {
     req.log.error({ err: error }, problem.detail);
   }
   if (res.headersSent) {

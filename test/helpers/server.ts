@@ -7,8 +7,8 @@ import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
 import { EventNotifications } from '../../db/event-notifications.ts';
-import { createApp } from '../../server/app.ts';
-import { IMPORT_DEFAULTS } from '../../server/config.ts';
+import { createApp, createHttpServer } from '../../server/app.ts';
+import { HTTP_DEFAULTS, IMPORT_DEFAULTS } from '../../server/config.ts';
 import { KeyRing } from '../../server/auth/keys.ts';
 import { SessionRevocations } from '../../server/auth/revocations.ts';
 import { createGraphql } from '../../server/graphql.ts';
@@ -85,7 +85,7 @@ export async function startServer(
       ...(options.extraRoutes ?? []),
     ],
   });
-  const server = app.listen(0, '127.0.0.1');
+  const server = createHttpServer(app, HTTP_DEFAULTS).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   t.teardown(async () => {
     server.closeAllConnections();
