@@ -13,6 +13,7 @@
 //
 // Each finds the database the way the server does (DATABASE_URL, the split URLs, or the
 // embedded cluster, which it starts if the server is not running).
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as gm from 'graphile-migrate';
 // graphile-migrate keeps each pool for 200 ms after use and exits the process if one errors
 // meanwhile (as when the embedded cluster stops); we close them as soon as a command is done.
@@ -66,9 +67,27 @@ export async function pendingMigrations(target: DatabaseTarget): Promise<string[
   return remainingMigrations ?? [];
 }
 
+/**
+ * Applies the committed migrations. Two instances starting together on one database (a rolling
+ * deploy, two replicas) both try: graphile-migrate lets one hold its advisory lock and fails the
+ * other at once, so the other waits and tries again, and finds the work done.
+ */
 export async function migrate(target: DatabaseTarget, log?: Log): Promise<void> {
-  await closingPools(gm.migrate(migrationSettings(target, log)));
+  const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await closingPools(gm.migrate(migrationSettings(target, log)));
+    } catch (error) {
+      const locked = (error as Error).message === 'Failed to get exclusive lock';
+      if (!locked || Date.now() > deadline) throw error;
+      if (attempt === 1) log?.('another process is migrating this database; waiting for it');
+      await sleep(250);
+    }
+  }
 }
+
+/** How long a start waits for another process's migration (a long one may take minutes). */
+const MIGRATION_LOCK_WAIT_MS = 10 * 60_000;
 
 /**
  * Connects to the configured database and brings it to the committed schema, or, when told not
