@@ -250,6 +250,18 @@ export async function connectClient(
   return client;
 }
 
+/** Past its statement timeout, how long a statement's answer may take to arrive. */
+const ANSWER_MARGIN_MS = 5_000;
+
+/**
+ * A query (or a COPY stream) allowed to run `statementTimeoutMs` (after `set_config(
+ * 'statement_timeout', ...)` in its transaction), without the pool's client-side limit ending it
+ * first.
+ */
+export function withQueryTimeout<Q extends object>(query: Q, statementTimeoutMs: number): Q {
+  return Object.assign(query, { query_timeout: statementTimeoutMs + ANSWER_MARGIN_MS });
+}
+
 /** How long a request waits for a pooled connection, and runs a statement, when not configured. */
 export const POOL_DEFAULTS = { waitMs: 2_000, statementTimeoutMs: 30_000 } as const;
 
@@ -259,7 +271,10 @@ export const POOL_DEFAULTS = { waitMs: 2_000, statementTimeoutMs: 30_000 } as co
  *                       past it, pool.connect() rejects ("timeout exceeded when trying to
  *                       connect": 503 /problems/busy in server/http/problem.ts)
  *   statementTimeoutMs  per statement (statement_timeout, server side; DB_STATEMENT_TIMEOUT_MS); a
- *                       transaction may raise it for itself (imports do)
+ *                       transaction may raise it for itself (imports do, with queryTimeout)
+ *   + ANSWER_MARGIN_MS  for the answer to a statement (query_timeout, client side): a server that
+ *                       cannot be reached any more (a partition, a failover) never answers, and
+ *                       its own timeout cannot tell us; the query then fails as not answering
  * TCP keepalive finds a connection whose server vanished without closing it (a failover, a
  * dropped NAT entry); a server that went away properly (a restart, a crash) closes its sockets,
  * and the broken connections are dropped from the pool as they fail, so the pool refills with
@@ -279,6 +294,8 @@ export function createPool(
     max: options.max,
     connectionTimeoutMillis: options.waitMs ?? POOL_DEFAULTS.waitMs,
     statement_timeout: options.statementTimeoutMs ?? POOL_DEFAULTS.statementTimeoutMs,
+    query_timeout:
+      (options.statementTimeoutMs ?? POOL_DEFAULTS.statementTimeoutMs) + ANSWER_MARGIN_MS,
     idle_in_transaction_session_timeout: 60_000,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -356,7 +373,13 @@ async function inTransaction<T>(
     await client.query('commit');
     return result;
   } catch (error) {
-    await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
+    if ((error as Error).message === 'Query read timeout') {
+      // The server stopped answering (query_timeout): a rollback would wait as long again.
+      // Dropping the connection ends the transaction on the server, if it is still there.
+      broken = error as Error;
+    } else {
+      await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
+    }
     throw error;
   } finally {
     client.release(broken);

@@ -15,7 +15,7 @@ import { finished, pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { copyText, CsvParser, CsvSyntaxError, detectDelimiter, type CsvRecord } from './csv.ts';
-import { withContext, type SessionContext } from './database.ts';
+import { withContext, withQueryTimeout, type SessionContext } from './database.ts';
 
 /** The columns of the register, as import reads them and export writes them, in order. */
 export const REGISTER_COLUMNS = [
@@ -38,6 +38,8 @@ const REQUIRED_COLUMNS = ['isoNumber', 'weldNumber'];
 
 /** The errors an import answers, at most; errorCount says how many there were. */
 export const MAX_IMPORT_ERRORS = 200;
+/** The statement limit of an import or export: the largest file takes longer than a request's. */
+const LONG_STATEMENT_MS = 600_000;
 
 export interface ImportError {
   line: number;
@@ -131,14 +133,17 @@ async function importWelds(
     }
   })();
   // A file of the largest size allowed takes longer than a request's usual statement limit.
-  await db.query(`select set_config('statement_timeout', '600s', true)`);
+  await db.query(`select set_config('statement_timeout', '${LONG_STATEMENT_MS}ms', true)`);
   await db.query('select weld_hidden.begin_weld_import()');
 
   const copy = db.query(
-    copyFrom(
-      'copy pg_temp.weld_import_rows (line, iso_number, line_number, weld_number, type, size, ' +
-        'schedule, wall_thickness, material, welder_stamp, wps_number, wps_revision, welded_on) ' +
-        'from stdin',
+    withQueryTimeout(
+      copyFrom(
+        'copy pg_temp.weld_import_rows (line, iso_number, line_number, weld_number, type, size, ' +
+          'schedule, wall_thickness, material, welder_stamp, wps_number, wps_revision, welded_on) ' +
+          'from stdin',
+      ),
+      LONG_STATEMENT_MS,
     ),
   );
   const copied = finished(copy);
@@ -159,8 +164,13 @@ async function importWelds(
 
   options.onProgress?.({ phase: 'checking', rows: read.rows });
   const { rows } = await db.query<{ answer: SqlCheck }>(
-    'select weld_hidden.check_weld_import($1, $2, $3) as answer',
-    [read.present, read.delimiter === ';', MAX_IMPORT_ERRORS],
+    withQueryTimeout(
+      {
+        text: 'select weld_hidden.check_weld_import($1, $2, $3) as answer',
+        values: [read.present, read.delimiter === ';', MAX_IMPORT_ERRORS],
+      },
+      LONG_STATEMENT_MS,
+    ),
   );
   const check = rows[0]!.answer;
   const errorCount = read.errorCount + check.errorCount;
@@ -182,8 +192,10 @@ async function importWelds(
   options.onProgress?.({ phase: 'writing', rows: read.rows });
   const { sha256, bytes } = file.digest();
   const applied = await db.query<{ record: ImportRecord }>(
-    'select weld_hidden.apply_weld_import($1, $2) as record',
-    [sha256, bytes],
+    withQueryTimeout(
+      { text: 'select weld_hidden.apply_weld_import($1, $2) as record', values: [sha256, bytes] },
+      LONG_STATEMENT_MS,
+    ),
   );
   return { ok: true, dryRun: false, record: applied.rows[0]!.record };
 }
@@ -378,11 +390,13 @@ export async function exportWelds(
 ): Promise<number> {
   // The welds `r`, their ISO `i`: filters may name either.
   await db.query(
-    `select set_config('statement_timeout', '600s', true), set_config('datestyle', 'ISO, YMD', true)`,
+    `select set_config('statement_timeout', '${LONG_STATEMENT_MS}ms', true), ` +
+      `set_config('datestyle', 'ISO, YMD', true)`,
   );
   const condition = where.sql ? `where ${inlineValues(where.sql, where.values)}` : '';
   const copy = db.query(
-    copyTo(`copy (
+    withQueryTimeout(
+      copyTo(`copy (
       select weld_hidden.spreadsheet_text(i.iso_number) as "isoNumber",
              weld_hidden.spreadsheet_text(i.line_number) as "lineNumber",
              weld_hidden.spreadsheet_text(r.weld_number) as "weldNumber",
@@ -400,10 +414,19 @@ export async function exportWelds(
         ${condition}
        order by i.iso_number, r.weld_number
     ) to stdout with (format csv, header)`),
+      LONG_STATEMENT_MS, // a slow reader may hold it long
+    ),
   );
   // A BOM first: without it, Excel reads the file in the computer's legacy code page.
   if (!out.write('\uFEFF')) await once(out, 'drain');
-  await pipeline(copy as Readable, out, { end: false });
+  try {
+    await pipeline(copy as Readable, out, { end: false });
+  } finally {
+    // pg arms its client-side query_timeout for every query and disarms it through the query's
+    // callback, which a COPY TO stream never calls: disarm it here, or it would fire at the stream
+    // long after (an 'error' nobody listens to any more).
+    (copy as unknown as { callback?: () => void }).callback?.();
+  }
   return copy.rowCount;
 }
 

@@ -49,7 +49,8 @@ async function main(): Promise<void> {
   // connections of their own, so a busy instance still answers them at once.
   const graphqlPool = createPool(target.authenticatorUrl, {
     max: config.graphql.poolMax,
-    ...bounds,
+    waitMs: config.dbPoolWaitMs,
+    statementTimeoutMs: config.graphql.statementTimeoutMs,
     onError,
   });
   const controlPool = createPool(target.authenticatorUrl, { max: 2, ...bounds, onError });

@@ -445,10 +445,11 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof e?.code === 'string' && UNAVAILABLE_SQLSTATES.has(e.code)) return true;
   if (typeof e?.syscall === 'string') return true; // ECONNREFUSED, ECONNRESET, ...
   // node-postgres's own words for a connection that broke under it (a client the server dropped
-  // between two queries of a transaction is "not queryable")
+  // between two queries of a transaction is "not queryable"), or for a server that stopped
+  // answering (query_timeout, db/database.ts)
   return (
     typeof e?.message === 'string' &&
-    /^(Connection terminated|Client has encountered a connection error|Client was closed)/.test(
+    /^(Connection terminated|Client has encountered a connection error|Client was closed|Query read timeout)/.test(
       e.message,
     )
   );

@@ -7,11 +7,13 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import test from 'ava';
-import { connectClient } from '../../db/database.ts';
+import { connectClient, createPool, withContext } from '../../db/database.ts';
 import { runningEmbeddedCluster } from '../../db/embedded.ts';
+import { exportWelds } from '../../db/weld-register.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient, tenantFixture } from '../helpers/fixtures.ts';
@@ -182,6 +184,98 @@ test('embedded PostgreSQL killed (-9) mid-run: 503s with Retry-After, the server
 
   // The process is the same one throughout, and stops cleanly.
   t.is(await server.stop('SIGTERM'), 0);
+});
+
+/**
+ * A TCP proxy in front of PostgreSQL that can fall silent, as a network partition does: bytes stop
+ * flowing both ways, the sockets stay open, new connections are accepted and never answered.
+ * Healing resets every connection it carried (as a firewall that forgot them would).
+ */
+async function partitionableProxy(to: URL) {
+  const sockets = new Set<net.Socket>();
+  let silent = false;
+  const proxy = net.createServer((client) => {
+    sockets.add(client);
+    client.on('error', () => {});
+    if (silent) return;
+    const upstream = net.connect(Number(to.port), to.hostname);
+    sockets.add(upstream);
+    upstream.on('error', () => {});
+    client.on('data', (data) => void (silent || upstream.write(data)));
+    upstream.on('data', (data) => void (silent || client.write(data)));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const port = (proxy.address() as net.AddressInfo).port;
+  return {
+    /** The URL, through the proxy. */
+    via: (url: string) => {
+      const through = new URL(url);
+      through.hostname = '127.0.0.1';
+      through.port = String(port);
+      return through.href;
+    },
+    silence: () => (silent = true),
+    heal: () => {
+      silent = false;
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      proxy.close();
+    },
+  };
+}
+
+test('database unreachable (a partition: no answer, no reset): requests get 503 within the bounds, not a hang, and the service recovers when the network heals', async (t) => {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await tenantFixture(owner, 'alpha');
+  await addRoleUsers(owner, 'alpha');
+  const proxy = await partitionableProxy(new URL(target.authenticatorUrl));
+  t.teardown(() => proxy.close());
+  const server = await spawnServer(t, {
+    DATABASE_OWNER_URL: target.ownerUrl,
+    DATABASE_AUTHENTICATOR_URL: proxy.via(target.authenticatorUrl),
+    DB_POOL_WAIT_MS: '1000',
+    DB_STATEMENT_TIMEOUT_MS: '1000',
+  });
+  const host = 'alpha.test';
+  const token = (await login(server.port, host, 'engineer')).json.accessToken as string;
+  const auth = { authorization: `Bearer ${token}` };
+  for (let i = 0; i < 3; i++) {
+    t.is((await request(server.port, { path: '/welds', host, headers: auth })).status, 200);
+  }
+
+  proxy.silence();
+  // A statement's answer is awaited for its timeout and 5 s more; a connection's for the wait.
+  const bound = 1000 + 5000 + 1500;
+  const started = performance.now();
+  const answers = await Promise.all([
+    ...Array.from({ length: 8 }, () =>
+      answered(server.port, { path: '/welds', host, headers: auth }, bound + 1000),
+    ),
+    answered(server.port, { path: '/health/ready' }, bound + 1000),
+  ]);
+  const took = performance.now() - started;
+  for (const res of answers) {
+    assertDocumented503(t, res, ['/problems/database-unavailable', '/problems/busy']);
+  }
+  t.true(took < bound, `all answered within ${took.toFixed(0)} ms`);
+
+  proxy.heal();
+  const back = Date.now();
+  let status = 0;
+  while (Date.now() - back < 15_000 && status !== 200) {
+    status = (await answered(server.port, { path: '/welds', host, headers: auth }, bound)).status;
+    if (status !== 200) await sleep(200);
+  }
+  t.is(status, 200, 'served again once the network healed');
+  t.is((await request(server.port, { path: '/health/ready' })).status, 200);
+  t.is(server.child.exitCode, null, 'the process never stopped');
 });
 
 /** The tenant, its engineer's token and the owner, on a database of the test's own. */
@@ -385,4 +479,32 @@ test('HTTP_HEADERS_TIMEOUT_MS above HTTP_REQUEST_TIMEOUT_MS is refused with one 
   });
   t.is(code, 1);
   t.regex(output, /^Invalid configuration: HTTP_HEADERS_TIMEOUT_MS: must not exceed/m);
+});
+
+test("an export disarms pg's client-side answer timeout, which a COPY TO stream never does itself", async (t) => {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const fixture = await tenantFixture(owner, 'alpha');
+  for (let i = 0; i < 3; i++) await fixture.weld();
+  const pool = createPool(target.authenticatorUrl, { max: 1 });
+  t.teardown(() => pool.end());
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const context = { role: 'weld_engineer' as const, tenantId: fixture.tenantId };
+  let csv = '';
+  const out = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      csv += chunk.toString();
+      done();
+    },
+  });
+  await withContext(pool, context, (db) => db.query('select 1')); // the connection, made
+  const before = timers();
+  const rows = await withContext(pool, context, (db) =>
+    exportWelds(db, { sql: '', values: [] }, out),
+  );
+  t.is(rows, 3);
+  t.is(csv.trim().split('\n').length, 4);
+  // Armed, it would fire at the finished stream ten minutes later, or keep a process from exiting.
+  t.is(timers(), before, 'no timer left armed');
 });
