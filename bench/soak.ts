@@ -112,6 +112,8 @@ const readLog = (chunk: Buffer) => {
 server.stdout.on('data', readLog);
 server.stderr.on('data', readLog);
 const serverExited = new Promise<number | null>((resolve) => server.once('exit', resolve));
+// Whatever way this process ends, the server does not outlive it.
+process.on('exit', () => server.kill('SIGKILL'));
 await waitUntilReady();
 log(`server pid ${server.pid} on port ${port}; ${CLIENTS} clients for ${MINUTES} min`);
 
