@@ -1010,7 +1010,7 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: '0.6.0',
+      version: '0.7.0',
       description:
         'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
         'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
@@ -1037,6 +1037,11 @@ function buildDocument() {
         'Events: every committed change of a resource is an event, in commit order (GET /events, with ' +
         '`wait` a long-poll; GET /events/stream as Server-Sent Events; signed webhooks to the endpoints ' +
         'admins register at /webhooks, described in the `webhooks` section).\n\n' +
+        'Under faults every answer stays bounded: while the database is down or unreachable, requests ' +
+        'answer 503 /problems/database-unavailable (Retry-After: 5); when every connection of an ' +
+        'instance stays busy for DB_POOL_WAIT_MS, 503 /problems/busy (Retry-After: 1); a statement ' +
+        'past its timeout, 503 /problems/timeout. A 503 is safe to retry: POST with its Idempotency-Key, ' +
+        'PATCH and DELETE with If-Match (412 shows a retry of a change that did commit).\n\n' +
         'Errors are RFC 9457 problem details (see the Problem schema for every type). The bare paths are ' +
         'canonical; every data path is also served under /api with identical behaviour.',
     },
