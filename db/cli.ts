@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type pg from 'pg';
+import { analyzeCitus, renderCitusPlan } from './citus.ts';
 import { ConfigError, loadDatabaseConfig } from './config.ts';
 import { openMigratedDatabase } from './migrate.ts';
 import {
@@ -356,6 +357,27 @@ const commands: Record<string, Command<unknown>> = {
       return Promise.resolve();
     },
   }),
+
+  'citus-plan': command({
+    usage: 'citus-plan   (the SQL that distributes the schema with Citus goes to standard output)',
+    parse: (args) => argv(args, [], {}),
+    run: async (db) => {
+      // README "Scaling out"; db/citus.ts reads the catalog and holds the rules.
+      const analysis = await analyzeCitus(db);
+      if (analysis.problems.length > 0) {
+        for (const problem of analysis.problems) console.error(problem);
+        const count = analysis.problems.length;
+        throw new CitusPlanRefused(
+          `the schema cannot be distributed by tenant_id: ${count} problem${count === 1 ? '' : 's'} ` +
+            '(above); no plan written',
+        );
+      }
+      const { rows } = await db.query<{ migration: string | null }>(
+        'select weld_hidden.applied_migration() as migration',
+      );
+      process.stdout.write(renderCitusPlan(analysis, { migration: rows[0]?.migration ?? null }));
+    },
+  }),
 };
 
 const USAGE = ['usage:', ...Object.values(commands).map((c) => `  weld-admin ${c.usage}`)].join(
@@ -363,6 +385,7 @@ const USAGE = ['usage:', ...Object.values(commands).map((c) => `  weld-admin ${c
 );
 
 class ImportRefused extends Error {}
+class CitusPlanRefused extends Error {}
 
 async function tenantIdOf(db: pg.Client, slug: string): Promise<string> {
   const tenant = (await listTenants(db)).find((t) => t.slug === slug);
@@ -472,9 +495,14 @@ async function main(args: string[]): Promise<number> {
     await run(db, parsed, target);
     return 0;
   } catch (error) {
-    const known = [TenantError, SeedError, UserError, ConfigError, ImportRefused].some(
-      (kind) => error instanceof kind,
-    );
+    const known = [
+      TenantError,
+      SeedError,
+      UserError,
+      ConfigError,
+      ImportRefused,
+      CitusPlanRefused,
+    ].some((kind) => error instanceof kind);
     console.error(`weld-admin: ${known ? '' : 'failed: '}${(error as Error).message}`);
     return 1;
   } finally {
