@@ -4,8 +4,9 @@
 // Per path: the methods its routes declare; 405 with Allow for the others, and the OPTIONS answer.
 // Per route, before its handler: unless anonymous, the access token (401) and for cookie-
 // authenticated unsafe requests the CSRF check (403); for routes that take a body, 415 unless it
-// is JSON, 413 when too large, 400 when malformed.
-import express, { type RequestHandler } from 'express';
+// is JSON, 413 when too large, 400 when malformed. A path parameter that is no valid percent-
+// encoding (/welds/%ZZ) names nothing: 404.
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { HttpProblem, problems } from './problem.ts';
 import { authenticate, type Verifier } from './session.ts';
 
@@ -54,6 +55,14 @@ export function mount(
       throw problems.methodNotAllowed(req.method, allow);
     });
   }
+  // express's router decodes path parameters before any handler runs, and reports one it cannot
+  // decode (%ZZ, %C0%AF) as a URIError with status 400: an id that names nothing, like any
+  // other, rather than a 500.
+  const undecodable: ErrorRequestHandler = (error, req, _res, next) => {
+    const decoding = error instanceof URIError && (error as { status?: unknown }).status === 400;
+    next(decoding ? problems.notFound(`No resource at ${req.path}.`) : error);
+  };
+  router.use(undecodable);
   return router;
 }
 

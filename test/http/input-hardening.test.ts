@@ -1,8 +1,8 @@
-// Input a careless or hostile client sends, found by the F6 reviews: each got a 500 (or was taken
-// for something it was not) before. Now each is a clear answer and writes nothing: numbers too
-// large for their column, year 0, NUL characters, weak tags in If-Match, thousands of bad ids, an
-// idempotent replay under the other prefix, and the refusals the SQLSTATE table maps for GraphQL
-// as for REST.
+// Input a careless or hostile client sends, found by the F6 reviews and the F10 fuzzing: each got
+// a 500 (or was taken for something it was not) before. Now each is a clear answer and writes
+// nothing: numbers too large for their column, year 0, NUL characters, a path parameter that is
+// no percent-encoding, weak tags in If-Match, thousands of bad ids, an idempotent replay under
+// the other prefix, and the refusals the SQLSTATE table maps for GraphQL as for REST.
 import test, { type ExecutionContext } from 'ava';
 import { addTenant } from '../../db/tenants.ts';
 import { databaseProblem } from '../../server/http/problem.ts';
@@ -109,6 +109,20 @@ test('year 0 and NUL characters are 422, never a 500', async (t) => {
   });
   refused(t, nulBody, 422, '/problems/validation-failed');
   t.is(await w.count('weld_public.inspections'), 0);
+});
+
+test('a path parameter that is no valid percent-encoding is 404, not a 500 (found by the fuzzer)', async (t) => {
+  const w = await world(t);
+  for (const [method, path] of [
+    ['GET', '/welds/%ZZ'],
+    ['PATCH', '/api/welds/%C0%AF'],
+    ['GET', '/isos/%E0%A4%A/examination'],
+    ['DELETE', '/isos/%'],
+  ] as const) {
+    const res = await w.call(method, path, w.engineer, method === 'PATCH' ? {} : undefined);
+    refused(t, res, 404, 'about:blank');
+    t.is(res.json.instance, path, path);
+  }
 });
 
 test('If-Match compares strongly: a weak tag matches no version (RFC 9110)', async (t) => {
