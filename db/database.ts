@@ -292,7 +292,8 @@ export function createPool(
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max,
-    connectionTimeoutMillis: options.waitMs ?? POOL_DEFAULTS.waitMs,
+    // The server passes DB_POOL_WAIT_MS; tools and tests wait longer: a slow machine is no overload.
+    connectionTimeoutMillis: options.waitMs ?? 30_000,
     statement_timeout: options.statementTimeoutMs ?? POOL_DEFAULTS.statementTimeoutMs,
     query_timeout:
       (options.statementTimeoutMs ?? POOL_DEFAULTS.statementTimeoutMs) + ANSWER_MARGIN_MS,

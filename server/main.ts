@@ -49,7 +49,8 @@ async function main(): Promise<void> {
   // connections of their own, so a busy instance still answers them at once.
   const graphqlPool = createPool(target.authenticatorUrl, {
     max: config.graphql.poolMax,
-    waitMs: config.dbPoolWaitMs,
+    // Reports queue for their few connections as long as one may run, not REST's short wait.
+    waitMs: Math.max(config.dbPoolWaitMs, config.graphql.statementTimeoutMs),
     statementTimeoutMs: config.graphql.statementTimeoutMs,
     onError,
   });
