@@ -182,7 +182,7 @@ test('examinations are written only through their four functions; WPSs are never
   t.true(fields('Query').includes('allTenantSettings'));
 });
 
-test('aggregates are enabled on welds, NDT records and inspections only', (t) => {
+test('aggregates are enabled on welds, NDT records and inspections (and the ISO counts, below) only', (t) => {
   for (const connection of ['WeldConnection', 'NdtRecordConnection', 'InspectionConnection']) {
     t.true(fields(connection).includes('aggregates'), connection);
     t.true(fields(connection).includes('groupedAggregates'), connection);
@@ -222,5 +222,40 @@ test('groupedAggregates group by what reports group by, never by a column (nearl
   const order = values('WeldOrderBy');
   for (const value of ['ROW_ID_ASC', 'WELD_NUMBER_ASC', 'UPDATED_AT_DESC']) {
     t.true(order.includes(value), value);
+  }
+});
+
+test("ISO progress: Iso.weldCounts is the ISO's counts row, allIsoWeldCounts reads them all with sums, and no mutation writes them", (t) => {
+  const iso = schema.getType('Iso') as GraphQLObjectType;
+  t.is(String(iso.getFields().weldCounts?.type), 'IsoWeldCount', 'one-to-one, named weldCounts');
+  t.deepEqual(fields('IsoWeldCount').sort(), [
+    'accepted',
+    'id',
+    'iso',
+    'isoId',
+    'pending',
+    'rejected',
+    'repair',
+    'total',
+    'version',
+    'voided',
+  ]);
+  t.true(fields('Query').includes('allIsoWeldCounts'));
+  const written = [...fields('Mutation')].filter((name) => /weldcount/i.test(name));
+  t.deepEqual(written, [], 'the counts are kept by triggers; no role writes them');
+  // Totals of a whole project in one query: sums, not groups (one row per ISO is no group).
+  t.true(fields('IsoWeldCountConnection').includes('aggregates'));
+  t.false(fields('IsoWeldCountConnection').includes('groupedAggregates'));
+  t.deepEqual(fields('IsoWeldCountSumAggregates').sort(), [
+    'accepted',
+    'pending',
+    'rejected',
+    'repair',
+    'total',
+    'voided',
+  ]);
+  // Analysts filter by the counts ("ISOs with a rejected weld").
+  for (const count of ['total', 'pending', 'accepted', 'rejected', 'repair', 'voided']) {
+    t.true(fields('IsoWeldCountFilter').includes(count), count);
   }
 });

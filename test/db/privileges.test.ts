@@ -209,6 +209,10 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.transaction_event(tenant uuid, kind text, subject uuid)': owner,
     'weld_private.tg__outbox()': owner,
     'weld_private.tg_welds__package_open()': owner,
+    // ISO progress (000015): the triggers that keep weld_public.iso_weld_counts, as the owner.
+    'weld_private.tg_isos__weld_counts()': owner,
+    'weld_private.tg_welds__iso_weld_counts()': owner,
+    'weld_private.tg_welds__iso_weld_counts_move()': owner,
     'weld_private.tg__selection_closure()': owner,
     'weld_private.tg__selection_outbox()': owner,
     'weld_private.tg_webhooks__position()': owner,
@@ -319,7 +323,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
   });
 });
 
-test('catalog: no request role writes an examination table directly, nor deletes what is never deleted', async (t) => {
+test('catalog: no request role writes an examination table or the ISO counts directly, nor deletes what is never deleted', async (t) => {
   const { rootUrl } = await migratedDatabase(t);
   /** Each (role, privilege, table) a request role holds, on the table or any of its columns. */
   const held = async (tables: string[], privileges: string[]) =>
@@ -341,6 +345,8 @@ test('catalog: no request role writes an examination table directly, nor deletes
   const examinations = ['ndt_records', 'ndt_record_welds', 'film_intervals', 'film_interval_welds',
                         'inspections', 'inspection_welds'].map((n) => `weld_public.${n}`); // prettier-ignore
   t.deepEqual(await held(examinations, ['INSERT', 'UPDATE', 'DELETE']), []);
+  // Kept by triggers alone (000015): no role writes the counts.
+  t.deepEqual(await held(['weld_public.iso_weld_counts'], ['INSERT', 'UPDATE', 'DELETE']), []);
   // Voided, deactivated, superseded or corrected instead.
   const kept = ['welds', 'welders', 'wps', 'ndt_records', 'inspections'].map(
     (n) => `weld_public.${n}`,
