@@ -1,8 +1,31 @@
 // ISOs: the isometric drawings that hold welds. Engineers create, change and delete them; an ISO
 // that still holds a weld cannot be deleted (409: the welds reference it, migrations/000002).
+// Each carries its progress, weldCounts: its welds counted by status, which the database keeps
+// exact at every commit (weld_public.iso_weld_counts, migration 000015); read-only.
 import { z } from 'zod';
 import { FLUID_SERVICES } from '../db/vocabulary.ts';
 import { column, defineResource } from './resource.ts';
+
+const count = (what: string) => z.number().int().min(0).describe(what);
+
+const WeldCounts = z
+  .object({
+    total: count('every weld of the ISO, voided ones included'),
+    pending: count('welds PENDING'),
+    accepted: count('welds ACCEPTED'),
+    rejected: count('welds REJECTED'),
+    repair: count('welds in REPAIR'),
+    voided: count('welds VOIDED (total - voided: the welds still in the design)'),
+  })
+  .describe(
+    "The ISO's progress: its welds counted by status, exact as of the last committed change " +
+      '(the database keeps them in the same transaction as every weld write); read-only',
+  );
+
+// One row per ISO, by its key (migration 000015); row security applies as to the ISO itself.
+const WELD_COUNTS = `(select json_build_object('total', c.total, 'pending', c.pending,
+    'accepted', c.accepted, 'rejected', c.rejected, 'repair', c.repair, 'voided', c.voided)
+  from weld_public.iso_weld_counts c where c.tenant_id = r.tenant_id and c.iso_id = r.id)`;
 
 export const isos = defineResource({
   path: 'isos',
@@ -33,6 +56,7 @@ export const isos = defineResource({
       { write: 'always' },
     ),
   },
+  computed: { weldCounts: { read: WELD_COUNTS, type: WeldCounts } },
   access: {
     create: 'engineer',
     update: 'engineer',

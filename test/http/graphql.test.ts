@@ -224,6 +224,89 @@ test("the README's analyst queries run: status per ISO, repair rate per welder, 
   t.true(isos.some((i) => i.radiographed.totalCount > 0));
 });
 
+type WeldCounts = Record<
+  'total' | 'pending' | 'accepted' | 'rejected' | 'repair' | 'voided',
+  number
+>;
+
+test('ISO progress: allIsos { weldCounts } and allIsoWeldCounts give the welds counted by status, as REST does, after a change too', async (t) => {
+  const { port, token, gql, owner } = await setup(t);
+  const viewer = await token('viewer');
+  const PROGRESS = `{
+    allIsos(first: 500, orderBy: ISO_NUMBER_ASC) {
+      nodes { rowId isoNumber weldCounts { total pending accepted rejected repair voided } }
+    }
+    allIsoWeldCounts { aggregates { sum { total accepted voided } } }
+  }`;
+  // The seed's welds of tenant A, counted by status per ISO.
+  const expected = async () =>
+    Object.fromEntries(
+      (
+        await owner.query<{ iso: string; counts: WeldCounts }>(
+          `select i.id as iso, json_build_object('total', count(w.id),
+                    'pending', count(*) filter (where w.status = 'PENDING'),
+                    'accepted', count(*) filter (where w.status = 'ACCEPTED'),
+                    'rejected', count(*) filter (where w.status = 'REJECTED'),
+                    'repair', count(*) filter (where w.status = 'REPAIR'),
+                    'voided', count(*) filter (where w.status = 'VOIDED')) as counts
+             from weld_public.isos i join weld_public.tenants t on t.id = i.tenant_id
+             left join weld_public.welds w on w.tenant_id = i.tenant_id and w.iso_id = i.id
+            where t.slug = 'alpha' group by i.id`,
+        )
+      ).rows.map((row) => [row.iso, row.counts]),
+    );
+  const progress = async () => {
+    const res = await gql(viewer, PROGRESS);
+    t.is(res.json.errors, undefined, JSON.stringify(res.json.errors));
+    const nodes = res.json.data.allIsos.nodes as Array<{ rowId: string; weldCounts: WeldCounts }>;
+    return {
+      byIso: Object.fromEntries(nodes.map((n) => [n.rowId, n.weldCounts])),
+      sum: res.json.data.allIsoWeldCounts.aggregates.sum as Record<string, string>,
+    };
+  };
+  const first = await progress();
+  t.is(Object.keys(first.byIso).length, 12, "tenant A's 12 ISOs, none of B's");
+  t.deepEqual(first.byIso, await expected());
+  t.is(first.sum.total, '300');
+  t.true(Object.values(first.byIso).some((c) => c.accepted > 0 && c.pending > 0));
+  // REST's weldCounts are the same numbers.
+  const rest = await request(port, {
+    path: '/isos?limit=500',
+    host: A,
+    headers: { authorization: `Bearer ${viewer}` },
+  });
+  t.deepEqual(
+    Object.fromEntries(
+      (rest.json.items as Array<{ id: string; weldCounts: object }>).map((i) => [
+        i.id,
+        i.weldCounts,
+      ]),
+    ),
+    first.byIso,
+  );
+
+  // An inspector accepts a pending weld over GraphQL: the next read counts it.
+  const { rows } = await owner.query<{ id: string; iso_id: string }>(
+    `select w.id, w.iso_id from weld_public.welds w join weld_public.tenants t on t.id = w.tenant_id
+      where t.slug = 'alpha' and w.status = 'PENDING' order by w.id limit 1`,
+  );
+  const weld = rows[0]!;
+  const changed = await gql(
+    await token('inspector'),
+    `mutation { changeWeldStatus(input: { weldId: "${weld.id}", newStatus: ACCEPTED }) { result { status } } }`,
+  );
+  t.is(changed.json.errors, undefined, JSON.stringify(changed.json.errors));
+  const after = await progress();
+  const was = first.byIso[weld.iso_id]!;
+  t.deepEqual(after.byIso[weld.iso_id], {
+    ...was,
+    pending: was.pending - 1,
+    accepted: was.accepted + 1,
+  });
+  t.deepEqual(after.byIso, await expected());
+  t.is(Number(after.sum.accepted), Number(first.sum.accepted) + 1);
+});
+
 test("the database's refusals reach GraphQL as clear errors carrying REST's problem type", async (t) => {
   const { owner, token, gql } = await setup(t);
   const viewer = await token('viewer');

@@ -279,7 +279,7 @@ const CASES: ResourceCase[] = [
       area: equal('area'),
       fluidService: equal('fluidService'),
     },
-    readOnly: { post: [], patch: [] },
+    readOnly: { post: ['weldCounts'], patch: ['weldCounts'] },
     naturalKey: ['isoNumber'],
     references: [],
     deletable: true,
@@ -760,10 +760,82 @@ test('DELETE /isos/{id}: 409 still-referenced while it holds a weld, 204 once it
   const weld = await create(eng, '/welds', { ...caseOf(welds).body(w.dA, 0), isoId: iso.id });
   const refused = await eng.del(`/isos/${iso.id}`);
   problem(t, refused, 409, '/problems/still-referenced');
-  t.deepEqual((await eng.get(`/isos/${iso.id}`)).json, iso, 'still there, unchanged');
+  t.deepEqual(
+    (await eng.get(`/isos/${iso.id}`)).json,
+    { ...iso, weldCounts: { ...zeroCounts, total: 1, pending: 1 } },
+    'still there, unchanged but for the weld it holds',
+  );
   // Only the weld held it: moved to another ISO, the delete goes through.
   t.is((await eng.patch(`/welds/${weld.id}`, { isoId: w.dA.isos[0] })).status, 200);
   t.is((await eng.del(`/api/isos/${iso.id}`)).status, 204);
+});
+
+const zeroCounts = { total: 0, pending: 0, accepted: 0, rejected: 0, repair: 0, voided: 0 };
+
+test('GET /isos and /isos/{id}: weldCounts follow the welds, a PATCH /welds/{id}/status included', async (t) => {
+  const w = await world(t);
+  const eng = w.a.engineer;
+  const iso = await create(eng, '/isos', caseOf(isos).body(w.dA, 0));
+  t.deepEqual(iso.weldCounts, zeroCounts, 'a new ISO counts no weld');
+  const made: Item[] = [];
+  for (const n of [0, 1, 2]) {
+    made.push(await create(eng, '/welds', { ...caseOf(welds).body(w.dA, n), isoId: iso.id }));
+  }
+  const counts = async () => {
+    const one = await w.a.viewer.get(`/isos/${iso.id}`);
+    t.is(one.status, 200);
+    const listed = await w.a.viewer.get(`/api/isos?isoNumber=${iso.isoNumber as string}`);
+    t.is(listed.status, 200);
+    t.deepEqual(listed.json.items, [one.json], 'the list shows what GET /isos/{id} shows');
+    return one.json.weldCounts as Record<string, number>;
+  };
+  t.deepEqual(await counts(), { ...zeroCounts, total: 3, pending: 3 });
+
+  const [first, second, third] = made as [Item, Item, Item];
+  const status = (role: 'inspector' | 'engineer', weld: Item, body: Body) =>
+    w.a[role].patch(`/welds/${weld.id}/status`, body);
+  t.is((await status('inspector', first, { status: 'ACCEPTED' })).status, 200);
+  t.deepEqual(await counts(), { ...zeroCounts, total: 3, pending: 2, accepted: 1 });
+  t.is((await status('inspector', second, { status: 'REJECTED' })).status, 200);
+  t.is((await status('engineer', second, { status: 'REPAIR' })).status, 200);
+  t.is((await status('engineer', third, { status: 'VOIDED', reason: 'cut out' })).status, 200);
+  t.deepEqual(await counts(), {
+    total: 3,
+    pending: 0,
+    accepted: 1,
+    rejected: 0,
+    repair: 1,
+    voided: 1,
+  });
+  // A refused change counts nothing.
+  problem(t, await status('inspector', first, { status: 'PENDING' }), 409);
+  t.deepEqual(await counts(), {
+    total: 3,
+    pending: 0,
+    accepted: 1,
+    rejected: 0,
+    repair: 1,
+    voided: 1,
+  });
+  // A weld moved to another ISO leaves this one's counts for the other's.
+  const before = (await w.a.viewer.get(`/isos/${w.dA.isos[0]}`)).json.weldCounts;
+  t.is((await eng.patch(`/welds/${first.id}`, { isoId: w.dA.isos[0] })).status, 200);
+  t.deepEqual(await counts(), {
+    total: 2,
+    pending: 0,
+    accepted: 0,
+    rejected: 0,
+    repair: 1,
+    voided: 1,
+  });
+  t.deepEqual((await w.a.viewer.get(`/isos/${w.dA.isos[0]}`)).json.weldCounts, {
+    ...before,
+    total: before.total + 1,
+    accepted: before.accepted + 1,
+  });
+  // Another tenant's ISO list carries its own counts only.
+  const theirs = (await w.b.get('/isos?limit=500')).json.items as Item[];
+  t.false(theirs.some((item) => item.id === iso.id));
 });
 
 test('DELETE /pqrs/{id}: 409 still-referenced while a WPS or a qualification refers to it', async (t) => {

@@ -116,8 +116,19 @@ for (const prefix of PREFIXES) {
     t.is(all.json.items.length, 2);
     t.is(all.json.nextCursor, null);
     t.deepEqual(Object.keys(all.json.items[0]).sort(), [
-      'area', 'createdAt', 'fluidService', 'id', 'isoNumber', 'lineNumber', 'pipingClass', 'revision', 'rtPercent', 'updatedAt', 'version',
+      'area', 'createdAt', 'fluidService', 'id', 'isoNumber', 'lineNumber', 'pipingClass', 'revision', 'rtPercent', 'updatedAt', 'version', 'weldCounts',
     ]); // prettier-ignore
+    // Each ISO's progress: its welds by status, as the owner wrote them (in bulk).
+    const counts = Object.fromEntries(
+      all.json.items.map((i: { isoNumber: string; weldCounts: unknown }) => [
+        i.isoNumber,
+        i.weldCounts,
+      ]),
+    );
+    t.deepEqual(counts, {
+      'ISO-BIG': { total: 1234, pending: 1234, accepted: 0, rejected: 0, repair: 0, voided: 0 },
+      'ISO-SMALL': { total: 6, pending: 0, accepted: 3, rejected: 1, repair: 1, voided: 1 },
+    });
     t.deepEqual(
       (await get(w, at('/isos?isoNumber=ISO-BIG'))).json.items.map(
         (i: { isoNumber: string }) => i.isoNumber,
