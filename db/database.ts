@@ -317,8 +317,15 @@ export function createPool(
  * every request. (Plans depend on the role; PostgreSQL replans when the role differs.)
  */
 export function prepared(text: string, values: unknown[]): pg.QueryConfig {
-  return { name: `q_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`, text, values };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `q_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
 }
+// The texts are the code's own (values travel apart), so this map stays as small as the code.
+const statementNames = new Map<string, string>();
 
 /** Who a unit of work runs as: the database role and the claims that policies read. */
 export interface SessionContext {

@@ -84,6 +84,43 @@ export const pageOf = <T extends z.ZodType>(item: T) =>
   });
 
 /**
+ * The query of one page of items PostgreSQL renders as JSON: `from` gives `r` (the row: id,
+ * filters) and `x` (the item's members, see resource.ts itemsFrom). One row answers: the page's
+ * items as JSON text joined by commas, whether a row follows the page, and the page's last id.
+ */
+export function jsonPageQuery(
+  from: string,
+  filters: Filters,
+  cursor: string | undefined,
+  limit: number,
+): pg.QueryConfig {
+  const where = whereOf([...filters, cursor !== undefined && (['r.id > ?', cursor] as const)]);
+  const values = [...where.values, limit];
+  const n = `$${values.length}`;
+  return prepared(
+    `select coalesce(string_agg(p.json, ',' order by p.i) filter (where p.i <= ${n}), '') as items,
+            count(*) > ${n} as more,
+            max(p.id::text) filter (where p.i = ${n}) as last
+       from (select row_to_json(x)::text as json, r.id, row_number() over (order by r.id) as i
+               from ${from} ${where.sql ? `where ${where.sql}` : ''}
+              order by r.id limit ${n} + 1) p`,
+    values,
+  );
+}
+
+/** A page as jsonPageQuery answers it. */
+export interface JsonPage {
+  items: string;
+  more: boolean;
+  last: string | null;
+}
+
+/** Answers a page PostgreSQL rendered (jsonPageQuery), forwarding the items' text. */
+export function sendJsonPage(req: Request, res: Response, page: JsonPage): void {
+  writePage(req, res, page.items, page.more ? encodeCursor(page.last!) : null);
+}
+
+/**
  * Answers one page: `rows` were fetched with limit + 1, so an extra row means there is a next
  * page, which starts after the last row shown (its cursor: the encoded id, unless `cursorOf` says
  * otherwise).
@@ -97,10 +134,16 @@ export function sendPage<T extends { id: string | number }>(
 ): void {
   const items = rows.slice(0, limit);
   const nextCursor = rows.length > limit ? cursorOf(items.at(-1)!) : null;
+  writePage(req, res, items.map((item) => JSON.stringify(item)).join(','), nextCursor);
+}
+
+/** {"items": [...], "nextCursor": ...} and, when a page follows, its Link. */
+function writePage(req: Request, res: Response, items: string, nextCursor: string | null): void {
   if (nextCursor) {
     const query = new URLSearchParams(req.query as Record<string, string>);
     query.set('cursor', nextCursor);
     res.setHeader('Link', `<${req.baseUrl}${req.path}?${query.toString()}>; rel="next"`);
   }
-  res.json({ items, nextCursor });
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.send(`{"items":[${items}],"nextCursor":${JSON.stringify(nextCursor)}}`);
 }

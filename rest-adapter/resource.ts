@@ -36,11 +36,12 @@ import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './
 import {
   cursorParam,
   instantParam,
+  jsonPageQuery,
   limitParam,
   pageOf,
-  pageQuery,
-  sendPage,
+  sendJsonPage,
   whereOf,
+  type JsonPage,
 } from './pagination.ts';
 
 /** One column of the resource's table, as a JSON field. */
@@ -187,6 +188,12 @@ export interface ResourceSpec {
   links?: Record<string, Link & { write?: boolean }>;
   /** Read-only members computed by SQL (the row being `r`), e.g. an NDT record's welds. */
   computed?: Record<string, { read: string; type: z.ZodType }>;
+  /**
+   * SQL of the entity tag when the answer shows more than the row's version covers (an ISO's
+   * weld counts), the row being `r`: "<version>.<more>", so that If-None-Match sees the change
+   * while If-Match still names the version (expectedVersion reads the part before the dot).
+   */
+  tag?: string;
   filters?: Record<string, Filter>;
   /** Who may do what, for the documents; an operation without an entry is not offered. */
   access: { create?: string; update?: string; delete?: string };
@@ -212,8 +219,13 @@ export interface Resource extends ResourceSpec {
   listQuery: z.ZodObject;
   createBody?: z.ZodObject;
   patchBody?: z.ZodObject;
-  /** The SQL selecting items as JSON objects, `from <table> r`. */
-  select: string;
+  /**
+   * The item's members as SQL columns named as the contract names them, the row being `r`:
+   * `row_to_json` of them is the item's JSON text, built by PostgreSQL (see itemsFrom).
+   */
+  columns: string;
+  /** SQL of the item's entity tag without quotes, the row being `r` (spec.tag or the version). */
+  tag: string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -288,7 +300,10 @@ export function defineResource(spec: ResourceSpec): Resource {
         })
       : undefined);
 
-  const select = [
+  // PostgreSQL builds the JSON (row_to_json of these columns): Node forwards the text, parsing and
+  // stringifying nothing. Timestamps as JavaScript's Date renders them (UTC, milliseconds), as
+  // the events' contract_json does (migrations/000010).
+  const columns = [
     'r.id',
     ...fields.map(([name, f]) => `${f.read ?? `r.${f.column}`} as "${name}"`),
     ...links.map(
@@ -297,8 +312,8 @@ export function defineResource(spec: ResourceSpec): Resource {
     ),
     ...computed.map(([name, c]) => `${c.read} as "${name}"`),
     'r.version',
-    'r.created_at as "createdAt"',
-    'r.updated_at as "updatedAt"',
+    `${utcMilliseconds('r.created_at')} as "createdAt"`,
+    `${utcMilliseconds('r.updated_at')} as "updatedAt"`,
   ].join(', ');
 
   return {
@@ -308,9 +323,31 @@ export function defineResource(spec: ResourceSpec): Resource {
     listQuery,
     createBody,
     patchBody,
-    select: `select ${select} from ${spec.table} r`,
+    columns,
+    tag: spec.tag ?? 'r.version::text',
   };
 }
+
+const utcMilliseconds = (sql: string) =>
+  `to_char(${sql} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The FROM clause that gives items as JSON text: `source` (the table, or a function returning
+ * its rows) as `r`, and `x` the item's members, so `row_to_json(x)::text` is the item and
+ * `r.id` orders and filters.
+ */
+export const itemsFrom = (resource: Resource, source = resource.table) =>
+  `${source} r cross join lateral (select ${resource.columns}) x`;
+
+/** One item as the contract shows it: its JSON text and its entity tag (unquoted). */
+export interface ItemJson {
+  json: string;
+  tag: string;
+}
+
+/** The SQL reading one item as ItemJson, `$1` its id. */
+const itemQuery = (resource: Resource) =>
+  `select row_to_json(x)::text as json, ${resource.tag} as tag from ${itemsFrom(resource)} where r.id = $1`;
 
 /**
  * Entity tags in an If-Match / If-None-Match header ("*" matches any). If-None-Match compares
@@ -327,7 +364,8 @@ export function entityTags(header: string | undefined, weak = true): string[] | 
 export function expectedVersion(req: Request): number | null {
   const tags = entityTags(req.get('if-match'), false);
   if (!tags || tags.includes('*')) return null;
-  const versions = tags.map((tag) => /^"(\d{1,9})"$/.exec(tag)?.[1]).filter(Boolean);
+  // "<version>" or "<version>.<more>" (spec.tag): writes check the version.
+  const versions = tags.map((tag) => /^"(\d{1,9})(?:\.\d{1,19})?"$/.exec(tag)?.[1]).filter(Boolean);
   if (versions.length !== 1) {
     throw new HttpProblem(412, {
       type: '/problems/stale-version',
@@ -357,6 +395,24 @@ export function sendItem(res: Response, item: { version: number }, status = 200)
   res.setHeader('ETag', `"${item.version}"`);
   res.setHeader('Cache-Control', 'private, no-cache');
   res.status(status).json(item);
+}
+
+/** Sends an item PostgreSQL rendered (ItemJson), as it is. */
+export function sendItemJson(res: Response, item: ItemJson, status = 200): void {
+  res.setHeader('ETag', `"${item.tag}"`);
+  res.setHeader('Cache-Control', 'private, no-cache');
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.status(status).send(item.json);
+}
+
+/** Reads one item as ItemJson (undefined when the caller's tenant has no such row). */
+export async function readItemJson(
+  db: pg.PoolClient,
+  resource: Resource,
+  id: string,
+): Promise<ItemJson | undefined> {
+  const { rows } = await db.query<ItemJson>(prepared(itemQuery(resource), [id]));
+  return rows[0];
 }
 
 /**
@@ -495,17 +551,6 @@ async function updateItem(
   }
 }
 
-async function readItem(
-  db: pg.PoolClient,
-  resource: Resource,
-  id: string,
-): Promise<{ id: string; version: number } | undefined> {
-  const { rows } = await db.query<{ id: string; version: number }>(
-    prepared(`${resource.select} where r.id = $1`, [id]),
-  );
-  return rows[0];
-}
-
 /** Runs a handler's database work, naming fields in the database's refusals from the catalog. */
 export async function inDatabase<T>(
   pool: pg.Pool,
@@ -581,9 +626,9 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
           return;
         }
         const { rows } = await inDatabase(pool, req, (db) =>
-          db.query<{ id: string }>(pageQuery(resource.select, filters, q.cursor, q.limit)),
+          db.query<JsonPage>(jsonPageQuery(itemsFrom(resource), filters, q.cursor, q.limit)),
         );
-        sendPage(req, res, rows, q.limit);
+        sendJsonPage(req, res, rows[0]!);
       },
     },
     {
@@ -591,15 +636,15 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
       path: `${base}/:id`,
       handler: async (req, res) => {
         const id = pathId(req, resource.noun);
-        const item = await inDatabase(pool, req, (db) => readItem(db, resource, id));
+        const item = await inDatabase(pool, req, (db) => readItemJson(db, resource, id));
         if (!item) throw problems.notFound(`No such ${resource.noun}.`);
         const wanted = entityTags(req.get('if-none-match'));
-        if (wanted && (wanted.includes('*') || wanted.includes(`"${item.version}"`))) {
-          res.setHeader('ETag', `"${item.version}"`);
+        if (wanted && (wanted.includes('*') || wanted.includes(`"${item.tag}"`))) {
+          res.setHeader('ETag', `"${item.tag}"`);
           res.status(304).end();
           return;
         }
-        sendItem(res, item);
+        sendItemJson(res, item);
       },
     },
   ];
@@ -624,12 +669,12 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
           const id = resource.create
             ? await resource.create.write(db, body)
             : await insertItem(db, resource, body);
-          const item = (await readItem(db, resource, id))!;
+          const item = (await readItemJson(db, resource, id))!;
           // Location is stored without the prefix: a replay answers under its own.
           const created = {
             status: 201,
-            body: item,
-            headers: { Location: `/${resource.path}/${id}`, ETag: `"${item.version}"` },
+            body: JSON.parse(item.json) as unknown,
+            headers: { Location: `/${resource.path}/${id}`, ETag: `"${item.tag}"` },
             replayed: false,
           };
           if (key !== undefined) await storeIdempotentAnswer(db, key, created);
@@ -656,10 +701,10 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
         const item = await inDatabase(pool, req, async (db) => {
           if (resource.update) await resource.update.write(db, id, body, expected);
           else await updateItem(db, resource, id, body, expected);
-          return readItem(db, resource, id);
+          return readItemJson(db, resource, id);
         });
         if (!item) throw problems.notFound(`No such ${resource.noun}.`);
-        sendItem(res, item);
+        sendItemJson(res, item);
       },
     });
   }

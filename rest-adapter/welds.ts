@@ -13,7 +13,16 @@ import { WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
 import { exportWelds } from '../db/weld-register.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
-import { column, defineResource, expectedVersion, inches, pathId, sendItem } from './resource.ts';
+import {
+  column,
+  defineResource,
+  expectedVersion,
+  inches,
+  itemsFrom,
+  pathId,
+  sendItemJson,
+  type ItemJson,
+} from './resource.ts';
 
 const statusList = z
   .string()
@@ -94,21 +103,17 @@ export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
         const id = pathId(req, 'weld');
         const change = StatusChange.parse(req.body ?? {});
         const version = expectedVersion(req);
-        const weld = await withContext(pool, callerContext(req), async (db) => {
-          await db.query(
-            prepared('select from weld_public.change_weld_status($1, $2, $3, $4)', [
-              id,
-              change.status,
-              change.reason ?? null,
-              version,
-            ]),
-          );
-          const { rows } = await db.query<{ version: number }>(
-            prepared(`${welds.select} where r.id = $1`, [id]),
-          );
-          return rows[0]!;
-        });
-        sendItem(res, weld);
+        // One statement: the function returns the changed row, which renders as GET shows it.
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query<ItemJson>(
+            prepared(
+              `select row_to_json(x)::text as json, ${welds.tag} as tag
+                 from ${itemsFrom(welds, 'weld_public.change_weld_status($1, $2, $3, $4)')}`,
+              [id, change.status, change.reason ?? null, version],
+            ),
+          ),
+        );
+        sendItemJson(res, rows[0]!);
       },
     },
   ];

@@ -100,6 +100,41 @@ export function tooCostly(cost: number, budget: number): HttpProblem {
 }
 
 /**
+ * The document of a query text if it parses and validates (undefined if not: GraphQL answers it),
+ * or the depth limit's message. Parsing and validating cost more than running a small query, and
+ * clients send the same few texts again and again: the verdicts of the last CACHED texts (of at
+ * most CACHED_TEXT_LENGTH characters) are kept, per schema.
+ */
+function checkedDocument(schema: GraphQLSchema, query: string): DocumentNode | string | undefined {
+  let cache = verdicts.get(schema);
+  if (!cache) verdicts.set(schema, (cache = new Map<string, DocumentNode | string | undefined>()));
+  const cached = cache.get(query);
+  if (cached !== undefined || cache.has(query)) {
+    cache.delete(query); // and set again below: the Map's order is the recency order
+    cache.set(query, cached);
+    return cached;
+  }
+  let verdict: DocumentNode | string | undefined;
+  try {
+    const document = parse(query);
+    if (validate(schema, document).length === 0) {
+      const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
+      verdict = depthErrors.length > 0 ? depthErrors[0]!.message : document;
+    }
+  } catch {
+    verdict = undefined;
+  }
+  if (query.length <= CACHED_TEXT_LENGTH) {
+    cache.set(query, verdict);
+    if (cache.size > CACHED) cache.delete(cache.keys().next().value!);
+  }
+  return verdict;
+}
+const CACHED = 500;
+const CACHED_TEXT_LENGTH = 10_000;
+const verdicts = new WeakMap<GraphQLSchema, Map<string, DocumentNode | string | undefined>>();
+
+/**
  * Checks a POST /graphql body against the depth limit, the page-size rule and the budget; throws
  * the HttpProblem that refuses it. Returns the cost of what will run, or undefined when GraphQL
  * itself will refuse the request (syntax, validation, unknown operation, bad variables).
@@ -110,15 +145,10 @@ export function checkGraphqlRequest(
   budget: number,
 ): number | undefined {
   if (typeof body?.query !== 'string') return undefined;
-  let document: DocumentNode;
-  try {
-    document = parse(body.query);
-  } catch {
-    return undefined;
-  }
-  if (validate(schema, document).length > 0) return undefined;
-  const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
-  if (depthErrors.length > 0) throw tooLarge(depthErrors[0]!.message);
+  const checked = checkedDocument(schema, body.query);
+  if (typeof checked === 'string') throw tooLarge(checked);
+  if (!checked) return undefined;
+  const document = checked;
 
   const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
   const operation = getOperationAST(document, operationName);
