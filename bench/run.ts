@@ -307,6 +307,19 @@ const pending = (
   )
 ).rows.map((r) => r.id);
 let nextPending = 0;
+const spread = await Promise.all(
+  smallSlugs.map(async (slug) => ({
+    host: `${slug}.bench`,
+    token: (await login(`${slug}.bench`)).accessToken,
+    pending: (
+      await owner.query<{ id: string }>(
+        `select id from weld_public.welds where tenant_id = $1 and status = 'PENDING'`,
+        [tenantIds[`${slug}.bench`]],
+      )
+    ).rows.map((r) => r.id),
+    next: 0,
+  })),
+);
 const historyCount = async () =>
   (
     await owner.query<{ n: number }>(
@@ -436,6 +449,32 @@ const CASES: Case[] = [
       // Every 2xx must have its history row (requests still in flight at the end may add more).
       const written = (await historyCount()) - before;
       return { ...row, extra: { lost: Math.max(0, row.ok - written) } };
+    },
+  },
+  {
+    // The same across the 20 small tenants, each request another tenant's: the outbox orders
+    // events per tenant, so tenants commit side by side (see RESULTS.md, status changes).
+    key: 'status-tenants',
+    name: 'PATCH /welds/{id}/status across 20 tenants (PENDING -> ACCEPTED; history and event written)',
+    run: async () => {
+      let turn = 0;
+      return autocannonRow({
+        url: `http://127.0.0.1:${service.port}`,
+        requests: [
+          {
+            method: 'PATCH',
+            body: JSON.stringify({ status: 'ACCEPTED' }),
+            setupRequest: (req) => {
+              const tenant = spread[turn++ % spread.length]!;
+              return {
+                ...req,
+                path: `/welds/${tenant.pending[tenant.next++]}/status`,
+                headers: { host: tenant.host, ...bearer(tenant.token), ...json },
+              };
+            },
+          },
+        ],
+      });
     },
   },
   {

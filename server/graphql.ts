@@ -41,6 +41,45 @@ export interface GraphqlOptions {
   statementTimeoutMs?: number;
 }
 
+/**
+ * `count` beside pg-aggregates' own specs: how many rows of each group have the field set, as
+ * count(field). pg-aggregates counts only distinct values (count(distinct ...)), which makes
+ * PostgreSQL sort every group; "how many welds per ISO and status" needs no distinct, and on a
+ * 1,000,000-weld tenant count(rowId) answers in about half the time of distinctCount(rowId).
+ */
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- how graphile-build is extended
+  namespace GraphileBuild {
+    interface AggregateSpecIds {
+      count: true;
+    }
+  }
+}
+const CountAggregatePlugin: GraphileConfig.Plugin = {
+  name: 'WeldCountAggregatePlugin',
+  version: '1.0.0',
+  after: ['PgAggregatesSpecsPlugin'],
+  schema: {
+    hooks: {
+      build(build) {
+        const { sql, pgAggregateSpecs, dataplanPg } = build;
+        if (!sql || !pgAggregateSpecs || !dataplanPg)
+          throw new Error('pg-aggregates must load first');
+        pgAggregateSpecs.push({
+          id: 'count',
+          humanLabel: 'count',
+          HumanLabel: 'Count',
+          isSuitableType: () => true,
+          sqlAggregateWrap: (fragment) => sql`count(${fragment})`,
+          isNonNull: true,
+          pgTypeCodecModifier: () => dataplanPg.TYPES.bigint,
+        });
+        return build;
+      },
+    },
+  },
+};
+
 export function graphqlPreset(
   pool: pg.Pool,
   options: { statementTimeoutMs?: number; maskError?: MaskError } = {},
@@ -50,6 +89,7 @@ export function graphqlPreset(
   );
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset, PostGraphileConnectionFilterPreset],
+    plugins: [CountAggregatePlugin],
     pgServices: [
       makePgService({
         pool,

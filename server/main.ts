@@ -82,8 +82,9 @@ async function main(): Promise<void> {
     config.webhooks.concurrency > 0
       ? startWebhookWorker(pool, notifications, logger, config.webhooks)
       : undefined;
+  // The GraphQL schema takes a second or two of CPU to build: it is built once the server listens
+  // (below), so REST serves at once; a GraphQL request that comes first waits for the build.
   const graphql = createGraphql(graphqlPool, { logger, ...config.graphql });
-  await graphql.warm();
   const app = createApp({
     pool,
     controlPool,
@@ -148,7 +149,7 @@ async function main(): Promise<void> {
   );
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  const stop = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     draining = true;
@@ -160,7 +161,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
     await closed;
     clearTimeout(force);
-    await graphql.release();
+    await graphql.release().catch(() => {}); // a failed build has nothing to release
     housekeeping.stop();
     await webhookWorker?.stop();
     await revocations.stop();
@@ -169,10 +170,19 @@ async function main(): Promise<void> {
     await pool.end();
     await target.release();
     logger.info('stopped');
-    process.exit(0);
+    process.exit(exitCode);
   };
   process.on('SIGTERM', (signal) => void stop(signal));
   process.on('SIGINT', (signal) => void stop(signal));
+
+  graphql.warm().then(
+    () => logger.info('GraphQL schema built'),
+    (error: unknown) => {
+      // As fatal as failing to start: this process could never answer GraphQL.
+      logger.fatal({ err: error }, 'GraphQL schema could not be built');
+      void stop('GraphQL schema build failed', 1);
+    },
+  );
 }
 
 await main().catch((error: unknown) => {
