@@ -23,9 +23,14 @@ const WeldCounts = z
   );
 
 // One row per ISO, by its key (migration 000015); row security applies as to the ISO itself.
-const WELD_COUNTS = `(select json_build_object('total', c.total, 'pending', c.pending,
-    'accepted', c.accepted, 'rejected', c.rejected, 'repair', c.repair, 'voided', c.voided)
-  from weld_public.iso_weld_counts c where c.tenant_id = r.tenant_id and c.iso_id = r.id)`;
+const WELD_COUNTS = `(select row_to_json(counts) from (
+    select c.total, c.pending, c.accepted, c.rejected, c.repair, c.voided
+      from weld_public.iso_weld_counts c where c.tenant_id = r.tenant_id and c.iso_id = r.id) counts)`;
+
+// The counts change without the ISO (its welds change), so the entity tag names both versions:
+// If-None-Match sees the counts move, If-Match still checks the ISO's own version.
+const TAG = `r.version || '.' || coalesce((select c.version from weld_public.iso_weld_counts c
+    where c.tenant_id = r.tenant_id and c.iso_id = r.id), 0)`;
 
 export const isos = defineResource({
   path: 'isos',
@@ -57,6 +62,7 @@ export const isos = defineResource({
     ),
   },
   computed: { weldCounts: { read: WELD_COUNTS, type: WeldCounts } },
+  tag: TAG,
   access: {
     create: 'engineer',
     update: 'engineer',

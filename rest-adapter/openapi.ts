@@ -232,7 +232,9 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
       parameters: [idParam, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
       responses: {
         '200': {
-          description: `the ${r.noun}; ETag is its version`,
+          description: r.tag
+            ? `the ${r.noun}; ETag is "<version>.<version of what else it shows>" (If-Match checks the version)`
+            : `the ${r.noun}; ETag is its version`,
           headers: itemHeaders,
           ...content(r.schema),
         },
@@ -1021,7 +1023,9 @@ function buildDocument() {
         'end the session and its access tokens at once. Failed logins are throttled per user name and per ' +
         'address (429 with Retry-After).\n\n' +
         'Lists are keyset-paginated: `limit` 1 to 500, `cursor` from `nextCursor` (also a Link rel=next ' +
-        'header); unknown parameters are 422. Reads carry an ETag (the version every change bumps); ' +
+        "header); unknown parameters are 422. Reads carry an ETag (the version every change bumps; an ISO's " +
+        'also names the version of its weldCounts, "12.40", so a cached ISO is read again when its welds ' +
+        'move); ' +
         'If-Match makes a change conditional (strong comparison). PATCH merges the fields given and ' +
         'replaces id lists whole; fields that may not be written are 422 naming them. POST takes an ' +
         'Idempotency-Key: the same key and body within 24 hours replay the first answer.\n\n' +

@@ -225,7 +225,7 @@ export interface Resource extends ResourceSpec {
    */
   columns: string;
   /** SQL of the item's entity tag without quotes, the row being `r` (spec.tag or the version). */
-  tag: string;
+  tagSql: string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -324,7 +324,7 @@ export function defineResource(spec: ResourceSpec): Resource {
     createBody,
     patchBody,
     columns,
-    tag: spec.tag ?? 'r.version::text',
+    tagSql: spec.tag ?? 'r.version::text',
   };
 }
 
@@ -347,7 +347,7 @@ export interface ItemJson {
 
 /** The SQL reading one item as ItemJson, `$1` its id. */
 const itemQuery = (resource: Resource) =>
-  `select row_to_json(x)::text as json, ${resource.tag} as tag from ${itemsFrom(resource)} where r.id = $1`;
+  `select row_to_json(x)::text as json, ${resource.tagSql} as tag from ${itemsFrom(resource)} where r.id = $1`;
 
 /**
  * Entity tags in an If-Match / If-None-Match header ("*" matches any). If-None-Match compares

@@ -107,7 +107,7 @@ export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<ItemJson>(
             prepared(
-              `select row_to_json(x)::text as json, ${welds.tag} as tag
+              `select row_to_json(x)::text as json, ${welds.tagSql} as tag
                  from ${itemsFrom(welds, 'weld_public.change_weld_status($1, $2, $3, $4)')}`,
               [id, change.status, change.reason ?? null, version],
             ),

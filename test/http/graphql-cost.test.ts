@@ -70,12 +70,12 @@ const cost = (query: string, variables: Record<string, unknown> = {}) =>
   checkGraphqlRequest(schema, { query, variables }, Number.MAX_VALUE);
 
 const README_QUERIES = {
-  byIso: `{ allWelds { groupedAggregates(groupBy: [ISO_ID, STATUS]) { keys distinctCount { rowId } } } }`,
+  byIso: `{ allWelds { groupedAggregates(groupBy: [ISO_ID, STATUS]) { keys count { rowId } } } }`,
   repair: `{
     examined: allWelds(filter: { status: { notIn: [PENDING, VOIDED] } }) {
-      groupedAggregates(groupBy: WELDER_ID) { keys distinctCount { rowId } } }
+      groupedAggregates(groupBy: WELDER_ID) { keys count { rowId } } }
     repaired: allWelds(filter: { repairCycle: { greaterThan: 0 } }) {
-      groupedAggregates(groupBy: WELDER_ID) { keys distinctCount { rowId } } } }`,
+      groupedAggregates(groupBy: WELDER_ID) { keys count { rowId } } } }`,
   coverage: `{
     allIsos(first: 500, orderBy: LINE_NUMBER_ASC) { nodes { lineNumber isoNumber rtPercent
       buttWelds: welds(filter: { type: { in: ["BW", "TW"] }, status: { notEqualTo: VOIDED } }) { totalCount }
