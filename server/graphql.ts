@@ -2,6 +2,7 @@
 // in the database (grants, row security, smart comments in migrations/); this file chooses the
 // presets, hands each request's role and tenant to PostGraphile's transaction, and sets limits so
 // one query cannot take the service down:
+//   - a query text of at most 50,000 characters (MAX_QUERY_LENGTH)
 //   - depth at most 10 (lists at most 4 deep), by @graphile/depth-limit
 //   - every connection that reads rows (nodes, edges, pageInfo) needs first or last, 1 to 500
 //   - a cost budget (GRAPHQL_MAX_COST, default 100,000): see graphql-cost.ts
@@ -116,6 +117,9 @@ export function graphqlPreset(
       graphiqlPath: '/graphiql',
       graphiql: true,
       graphqlOverGET: false,
+      // Parsed documents grafserv keeps (default 500). Texts are at most MAX_QUERY_LENGTH, but a
+      // tree is ~30x its text: 50 of the largest is tens of MB, 500 would be hundreds.
+      parseAndValidateCacheSize: 50,
       ...(options.maskError && { maskError: options.maskError }),
     },
   };

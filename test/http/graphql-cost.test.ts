@@ -11,6 +11,7 @@ import { GRAPHQL_DEFAULTS, loadConfig } from '../../server/config.ts';
 import {
   checkGraphqlRequest,
   INTROSPECTION_COST,
+  MAX_QUERY_LENGTH,
   operationCost,
   SCAN_WEIGHT,
 } from '../../server/graphql-cost.ts';
@@ -253,6 +254,27 @@ test('no fragment, variable or default slips a connection past the page size', a
   );
   t.is(fine.status, 200);
   t.is(fine.json.data.allWelds.nodes.length, 200);
+});
+
+test("a query text over MAX_QUERY_LENGTH is refused before parsing; a syntax error stays GraphQL's", async (t) => {
+  // Padding with a comment keeps the document valid: only its length decides.
+  const query = '{ allIsos(first: 1) { nodes { isoNumber } } }';
+  const pad = (length: number) => query + '\n#' + 'x'.repeat(length - query.length - 2);
+  const longest = await gql(pad(MAX_QUERY_LENGTH));
+  t.is(longest.status, 200);
+  t.is(longest.json.data.allIsos.nodes.length, 1);
+  const tooLong = await gql(pad(MAX_QUERY_LENGTH + 1));
+  t.is(tooLong.status, 400);
+  t.is(tooLong.json.type, '/problems/query-too-large');
+  t.regex(tooLong.json.detail, /50001 characters long; at most 50000/);
+
+  // Not parsable: GraphQL's own error with its location, not a problem document (the cost check
+  // parses without locations; grafserv parses again and reports them).
+  const broken = await gql('{ allIsos(first: 1) { nodes { isoNumber } }');
+  t.is(broken.status, 400);
+  t.is(broken.json.type, undefined);
+  t.regex(broken.json.errors[0].message, /Syntax Error/);
+  t.deepEqual(broken.json.errors[0].locations, [{ line: 1, column: 44 }]);
 });
 
 test('aliases and nesting multiply; over the budget is 400 query-too-costly before it runs', async (t) => {
