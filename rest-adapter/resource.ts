@@ -359,13 +359,14 @@ export function entityTags(header: string | undefined, weak = true): string[] | 
 
 /**
  * The version an If-Match header asks for: null when absent or "*"; 412 when it can name no
- * version (not one tag this service issued).
+ * version (not one tag this service issued for this kind of item). `tagged` is true for the
+ * resources whose tags are "<version>.<more>" (spec.tag); elsewhere only "<version>" was issued.
  */
-export function expectedVersion(req: Request): number | null {
+export function expectedVersion(req: Request, tagged = false): number | null {
   const tags = entityTags(req.get('if-match'), false);
   if (!tags || tags.includes('*')) return null;
-  // "<version>" or "<version>.<more>" (spec.tag): writes check the version.
-  const versions = tags.map((tag) => /^"(\d{1,9})(?:\.\d{1,19})?"$/.exec(tag)?.[1]).filter(Boolean);
+  const issued = tagged ? /^"(\d{1,9})(?:\.\d{1,19})?"$/ : /^"(\d{1,9})"$/;
+  const versions = tags.map((tag) => issued.exec(tag)?.[1]).filter(Boolean);
   if (versions.length !== 1) {
     throw new HttpProblem(412, {
       type: '/problems/stale-version',
@@ -697,7 +698,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
       handler: async (req, res) => {
         const id = pathId(req, resource.noun);
         const body = parseBody(resource, patchBody, req.body ?? {});
-        const expected = expectedVersion(req);
+        const expected = expectedVersion(req, resource.tag !== undefined);
         const item = await inDatabase(pool, req, async (db) => {
           if (resource.update) await resource.update.write(db, id, body, expected);
           else await updateItem(db, resource, id, body, expected);
@@ -714,7 +715,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
       path: `${base}/:id`,
       handler: async (req, res) => {
         const id = pathId(req, resource.noun);
-        const expected = expectedVersion(req);
+        const expected = expectedVersion(req, resource.tag !== undefined);
         await inDatabase(pool, req, async (db) => {
           const { rows } = await db.query<{ version: number }>(
             prepared(`delete from ${resource.table} where id = $1 returning version`, [id]),
