@@ -40,6 +40,7 @@ import {
   importQuery,
   ImportRecord,
 } from './imports.ts';
+import { IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
 import { pageOf } from './pagination.ts';
 import {
   DeliveryListQuery,
@@ -860,6 +861,8 @@ function buildDocument() {
     ExaminationDraw: json(DrawBody, 'input'),
     ExaminationDrawResult: json(DrawResult),
     IsoExamination: json(IsoExamination),
+    IsoWeldCounts: json(IsoWeldCounts),
+    IsoWeldCountsList: json(IsoWeldCountsList),
     WelderQualificationStatus: json(WelderQualificationStatus),
     WeldChecks: json(WeldChecks),
     WeldCheck: json(WeldChecks.shape.checks.element),
@@ -1012,7 +1015,7 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: '0.7.0',
+      version: '0.8.0',
       description:
         'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
         'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
@@ -1215,6 +1218,22 @@ function buildDocument() {
           },
         ]),
       ),
+      '/isos/weld-counts': {
+        get: {
+          summary: "Every ISO's progress: its welds counted by status",
+          description:
+            'One item per ISO of the tenant, ordered by isoNumber (then id), with the counts each ISO carries as ' +
+            '`weldCounts`: total, pending, accepted, rejected, repair, voided, exact as of the last committed change. ' +
+            'The whole list comes in one answer, without pages (`nextCursor` is always null): a dashboard reads every ' +
+            'ISO\'s progress in one request (5,000 ISOs: about 1 MB, tens of milliseconds). Filters combine with "and".',
+          parameters: queryParameters(IsoWeldCountsQuery),
+          responses: {
+            '200': { description: 'every ISO the filters keep', ...content('IsoWeldCountsList') },
+            '422': problem('a bad or unknown parameter, named in errors'),
+            ...common,
+          },
+        },
+      },
       ...codeRulePaths(),
       ...eventPaths(),
       ...importPaths(),

@@ -7,6 +7,7 @@ import { codeRuleRoutes } from '../rest-adapter/code-rules.ts';
 import { eventRoutes, type EventOptions } from '../rest-adapter/events.ts';
 import { historyRoutes } from '../rest-adapter/history.ts';
 import { importRoutes, type ImportOptions } from '../rest-adapter/imports.ts';
+import { isoProgressRoutes } from '../rest-adapter/isos.ts';
 import { openapiRoutes } from '../rest-adapter/openapi.ts';
 import { resourceRoutes } from '../rest-adapter/resource.ts';
 import { RESOURCES } from '../rest-adapter/resources.ts';
@@ -50,6 +51,7 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       ...eventRoutes(deps.pool, prefix, { isDraining: deps.isDraining, ...deps.events }),
       ...webhookRoutes(deps.pool, prefix, deps.webhooks),
       ...importRoutes(deps.pool, prefix, deps.imports),
+      ...isoProgressRoutes(deps.pool, prefix),
       ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool, prefix)),
     ]),
     ...graphqlRoutes(deps.graphql),

@@ -19,10 +19,15 @@ ajv.addSchema(doc, 'openapi');
 
 const pointer = (...parts: string[]) =>
   parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
-const templates = Object.keys(doc.paths).map((template) => ({
-  template,
-  pattern: new RegExp('^' + template.replace(/\{[^}]+\}/g, '[^/]+').replaceAll('.', '\\.') + '$'),
-}));
+// Literal segments win over parameters, as the service's routes do (/isos/weld-counts is not
+// /isos/{id}): templates with fewer parameters are tried first.
+const templates = Object.keys(doc.paths)
+  .map((template) => ({
+    template,
+    pattern: new RegExp('^' + template.replace(/\{[^}]+\}/g, '[^/]+').replaceAll('.', '\\.') + '$'),
+    parameters: template.split('{').length,
+  }))
+  .sort((a, b) => a.parameters - b.parameters);
 
 /**
  * Throws, naming what is wrong, when a response of a documented operation is not one the contract

@@ -3,6 +3,7 @@
 // changes status (If-None-Match no longer matches), while If-Match keeps checking the ISO's own
 // version: a tag read before the counts moved still lets an engineer change the ISO.
 import test from 'ava';
+import { seedTenant } from '../../db/seed/index.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
@@ -88,4 +89,117 @@ test('an ISO: the ETag changes with its weld counts; If-Match checks its own ver
     [tenant.id, isoId],
   );
   t.is(changed.headers.etag, `"2.${counts.rows[0]!.version}"`);
+});
+
+test("GET /isos/weld-counts: every ISO's counts in one answer, as each ISO shows them; filters; the tenant's own", async (t) => {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await addTenant(owner, { slug: 'prog', origins: ['http://prog.test'] });
+  await addTenant(owner, { slug: 'other', origins: ['http://other.test'] });
+  for (const slug of ['prog', 'other']) await addRoleUsers(owner, slug);
+  await owner.query('begin');
+  await seedTenant(owner, 'prog', { isos: 30, weldsPerIso: 7, seed: 11 });
+  await seedTenant(owner, 'other', { isos: 5, weldsPerIso: 3, seed: 12 });
+  await owner.query('commit');
+  const { port } = await startServer(t, target);
+  const as = async (host: string, role: string) => {
+    const token = (await login(port, host, role)).json.accessToken as string;
+    return (method: string, path: string, body?: unknown) =>
+      request(port, { method, path, host, body, headers: { authorization: `Bearer ${token}` } });
+  };
+  const engineer = await as('prog.test', 'engineer');
+  const viewer = await as('prog.test', 'viewer');
+
+  // An ISO whose texts need escaping in JSON, without an area.
+  const odd = await engineer('POST', '/isos', {
+    isoNumber: 'ISO "q" \\ back\tslash é 😀',
+    lineNumber: 'L-"1"',
+    area: null,
+  });
+  t.is(odd.status, 201, odd.text);
+  // A weld moves: the counts are those of the last commit.
+  const isos = (await viewer('GET', '/isos?limit=100')).json.items as Array<{
+    id: string;
+    isoNumber: string;
+    lineNumber: string;
+    area: string | null;
+    weldCounts: Record<string, number>;
+  }>;
+  const weld = (await viewer('GET', `/welds?isoId=${isos[0]!.id}&status=PENDING&limit=1`)).json
+    .items[0];
+  const changed = await engineer('PATCH', `/welds/${weld.id}/status`, { status: 'ACCEPTED' });
+  t.is(changed.status, 200, changed.text);
+
+  const all = await viewer('GET', '/isos/weld-counts');
+  t.is(all.status, 200, all.text);
+  t.regex(all.headers['content-type']!, /^application\/json/);
+  t.is(all.json.nextCursor, null);
+  const items = all.json.items as Array<Record<string, unknown>>;
+  t.is(items.length, 31, 'every ISO of the tenant, none of the other');
+  // Exactly what GET /isos shows of each, ordered by ISO number then id.
+  const fresh = (await viewer('GET', '/isos?limit=100')).json.items as typeof isos;
+  const expected = fresh
+    .map((iso) => ({
+      isoId: iso.id,
+      isoNumber: iso.isoNumber,
+      lineNumber: iso.lineNumber,
+      area: iso.area,
+      ...iso.weldCounts,
+    }))
+    .sort((a, b) =>
+      a.isoNumber < b.isoNumber ? -1 : a.isoNumber > b.isoNumber ? 1 : a.isoId < b.isoId ? -1 : 1,
+    );
+  t.deepEqual(items, expected);
+  const moved = items.find((i) => i.isoId === isos[0]!.id)!;
+  t.is(moved.accepted, isos[0]!.weldCounts.accepted! + 1);
+  t.is(moved.pending, isos[0]!.weldCounts.pending! - 1);
+  t.like(
+    items.find((i) => i.isoId === odd.json.id)!,
+    {
+      isoNumber: 'ISO "q" \\ back\tslash é 😀',
+      lineNumber: 'L-"1"',
+      area: null,
+      total: 0,
+    },
+  );
+
+  // Filters, "and"-ed; the same under /api.
+  const line = fresh[3]!.lineNumber;
+  const onLine = (
+    await viewer('GET', `/api/isos/weld-counts?lineNumber=${encodeURIComponent(line)}`)
+  ).json.items as Array<{ lineNumber: string }>;
+  t.deepEqual(
+    onLine.map((i) => i.lineNumber),
+    expected.filter((i) => i.lineNumber === line).map(() => line),
+  );
+  t.true(onLine.length > 0);
+  const area = fresh.find((i) => i.area !== null)!.area!;
+  const both = await viewer(
+    'GET',
+    `/isos/weld-counts?lineNumber=${encodeURIComponent(line)}&area=${encodeURIComponent(area)}`,
+  );
+  t.deepEqual(
+    (both.json.items as Array<{ isoId: string }>).map((i) => i.isoId),
+    expected.filter((i) => i.lineNumber === line && i.area === area).map((i) => i.isoId),
+  );
+  t.deepEqual((await viewer('GET', '/isos/weld-counts?area=nowhere')).json.items, []);
+
+  // Bad parameters: 422 naming them; no token: 401; another tenant sees only its own.
+  const bad = await viewer('GET', '/isos/weld-counts?limit=5');
+  t.is(bad.status, 422);
+  t.is(bad.json.type, '/problems/validation-failed');
+  const anonymous = await request(port, {
+    method: 'GET',
+    path: '/isos/weld-counts',
+    host: 'prog.test',
+  });
+  t.is(anonymous.status, 401);
+  const other = await (await as('other.test', 'viewer'))('GET', '/isos/weld-counts');
+  t.is(other.json.items.length, 5);
+  t.false(
+    (other.json.items as Array<{ isoId: string }>).some((i) =>
+      expected.some((e) => e.isoId === i.isoId),
+    ),
+  );
 });
