@@ -31,6 +31,56 @@ async function value<T>(c: pg.ClientBase, sql: string, params: unknown[] = []): 
 }
 
 //------------------------------------------------------------------------------------------------
+// Numbers
+
+test('every numeric column refuses NaN (a check of its own), and a precision refuses infinities', async (t) => {
+  const { owner, a, as } = await setup(t);
+  // The catalog: each numeric column of weld_public's tables has a typmod (precision) and a check
+  // "<column> <> 'NaN'" (migration 000016): a new column without one fails here.
+  const { rows } = await owner.query<{
+    table: string;
+    column: string;
+    typmod: number;
+    checked: boolean;
+  }>(
+    `select c.relname as table, a.attname as column, a.atttypmod as typmod,
+            exists (select from pg_constraint k
+                     where k.conrelid = c.oid and k.contype = 'c' and k.conkey = array[a.attnum]
+                       and pg_get_constraintdef(k.oid) ~ ('[(]' || a.attname || ' <> ''NaN''::numeric[)]')
+                   ) as checked
+       from pg_class c
+       join pg_namespace n on n.oid = c.relnamespace and n.nspname = 'weld_public'
+       join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+      where c.relkind = 'r' and a.atttypid = 'numeric'::regtype
+      order by 1, 2`,
+  );
+  t.true(rows.length >= 20, `${rows.length} numeric columns`);
+  t.deepEqual(
+    rows.filter((r) => !r.checked || r.typmod < 0).map((r) => `${r.table}.${r.column}`),
+    [],
+  );
+  // And a write, as a request role: NaN is a check violation, Infinity out of range.
+  const isoId = await as(a, 'engineer', (c) =>
+    value<string>(
+      c,
+      `insert into weld_public.isos (iso_number, line_number) values ('N-1', 'L') returning id`,
+    ),
+  );
+  for (const [number, code] of [
+    ['NaN', '23514'],
+    ['Infinity', '22003'],
+    ['-Infinity', '22003'],
+  ] as const) {
+    const error = await t.throwsAsync(
+      as(a, 'engineer', (c) =>
+        c.query('update weld_public.isos set rt_percent = $1 where id = $2', [number, isoId]),
+      ),
+    );
+    t.is(sqlstate(error), code, number);
+  }
+});
+
+//------------------------------------------------------------------------------------------------
 // Versions
 
 test('every resource has a version, 1 when created, that each update bumps', async (t) => {

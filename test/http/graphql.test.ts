@@ -122,6 +122,49 @@ test('an analyst (viewer) cannot mutate through GraphQL; an inspector can change
   t.is(ok.json.data.changeWeldStatus.result.status, 'ACCEPTED');
 });
 
+test('GraphQL refuses NaN and Infinity in a number: 422 naming the field, nothing written', async (t) => {
+  const { owner, token, gql } = await setup(t);
+  const engineer = await token('engineer');
+  // A weld of its own, on a new ISO (seeded welds may be in a released test package).
+  const iso = await gql(
+    engineer,
+    'mutation { createIso(input: { iso: { isoNumber: "NAN-1", lineNumber: "L-NAN" } }) { iso { rowId } } }',
+  );
+  const created = await gql(
+    engineer,
+    `mutation { createWeld(input: { weld: { isoId: "${iso.json.data.createIso.iso.rowId}", weldNumber: "W1", type: "BW", size: "4" } }) { weld { id rowId size } } }`,
+  );
+  t.is(created.json.errors, undefined, JSON.stringify(created.json.errors));
+  const node = created.json.data.createWeld.weld as { id: string; rowId: string; size: string };
+  const weld = { id: node.rowId, size: node.size };
+  const nodeId = node.id;
+  for (const size of ['NaN', 'Infinity', '-Infinity']) {
+    const res = await gql(
+      engineer,
+      `mutation { updateWeld(input: { id: "${nodeId}", weldPatch: { size: "${size}" } }) { weld { size } } }`,
+    );
+    t.is(res.json.data?.updateWeld ?? null, null, size);
+    t.is(
+      res.json.errors?.[0]?.extensions?.code,
+      '/problems/validation-failed',
+      `${size}: ${JSON.stringify(res.json)}`,
+    );
+  }
+  t.is(
+    (await owner.query('select size::text from weld_public.welds where id = $1', [weld.id])).rows[0]
+      .size,
+    weld.size,
+  );
+  t.not(weld.size, '6.500');
+  // A number still goes through.
+  const ok = await gql(
+    engineer,
+    `mutation { updateWeld(input: { id: "${nodeId}", weldPatch: { size: "6.5" } }) { weld { size } } }`,
+  );
+  t.is(ok.json.errors, undefined, JSON.stringify(ok.json.errors));
+  t.is(ok.json.data.updateWeld.weld.size, '6.500');
+});
+
 test('GraphQL needs authentication, and CSRF in cookie mode', async (t) => {
   const { port, gql } = await setup(t);
   const query = { query: '{ allIsos(first: 1) { totalCount } }' };
