@@ -20,7 +20,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { connectClient } from '../db/database.ts';
-import { embeddedUrl, openEmbeddedCluster } from '../db/embedded.ts';
+import { embeddedUrl, openEmbeddedCluster, runningEmbeddedCluster } from '../db/embedded.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';
 import { seedTenant } from '../db/seed/index.ts';
 import { addTenant } from '../db/tenants.ts';
@@ -612,13 +612,15 @@ async function freePort(): Promise<number> {
 /** Starts `npm start` and times it to the first 200 from /health/ready; then stops it. */
 async function timeStartup(dataDir: string): Promise<number> {
   const port = await freePort();
+  const log = fs.openSync(`${dataDir}.log`, 'w');
   const started = performance.now();
   const child = spawn('npm', ['start'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' },
-    stdio: 'ignore',
+    stdio: ['ignore', log, log],
     detached: true,
   });
+  fs.closeSync(log);
   try {
     for (;;) {
       const status = await new Promise<number>((resolve) => {
@@ -629,13 +631,25 @@ async function timeStartup(dataDir: string): Promise<number> {
         req.on('error', () => resolve(0));
       });
       if (status === 200) return performance.now() - started;
-      if (child.exitCode !== null) throw new Error('npm start exited');
+      if (child.exitCode !== null) throw new Error(`npm start exited; see ${dataDir}.log`);
       if (performance.now() - started > 120_000) throw new Error('not ready in 120 s');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   } finally {
-    process.kill(-child.pid!, 'SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
+    // npm ends at once on SIGTERM; the server behind it still finishes and stops its PostgreSQL.
+    // The next start must not find that cluster shutting down: wait for the group and the cluster.
+    const alive = () => {
+      try {
+        process.kill(-child.pid!, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    if (alive()) process.kill(-child.pid!, 'SIGTERM');
+    while (alive() || runningEmbeddedCluster(dataDir)) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 }
 const startup: number[] = [];
