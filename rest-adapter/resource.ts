@@ -41,7 +41,7 @@ import {
   pageOf,
   sendJsonPage,
   whereOf,
-  type JsonPage,
+  type JsonItem,
 } from './pagination.ts';
 
 /** One column of the resource's table, as a JSON field. */
@@ -627,9 +627,9 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
           return;
         }
         const { rows } = await inDatabase(pool, req, (db) =>
-          db.query<JsonPage>(jsonPageQuery(itemsFrom(resource), filters, q.cursor, q.limit)),
+          db.query<JsonItem>(jsonPageQuery(itemsFrom(resource), filters, q.cursor, q.limit)),
         );
-        sendJsonPage(req, res, rows[0]!);
+        sendJsonPage(req, res, rows, q.limit);
       },
     },
     {
