@@ -132,8 +132,12 @@ function checkedDocument(schema: GraphQLSchema, query: string): DocumentNode | s
       verdict = depthErrors.length > 0 ? depthErrors[0]!.message : document;
     }
   } catch (error) {
-    if (!(error instanceof GraphQLError)) throw error; // a bug, not a syntax error: a 500
-    verdict = undefined;
+    // graphql-js parses and validates recursively: a document nested thousands deep overflows
+    // the stack. Refused (and remembered) like any query over the depth limit.
+    if (error instanceof RangeError) verdict = 'The query is nested too deeply to be read.';
+    else if (error instanceof GraphQLError)
+      verdict = undefined; // GraphQL answers it
+    else throw error; // a bug, not a bad document: a 500
   }
   cache.texts.set(query, verdict);
   cache.characters += query.length;

@@ -51,7 +51,11 @@ async function main(): Promise<void> {
     max: config.graphql.poolMax,
     // Reports queue for their few connections as long as one may run, not REST's short wait.
     waitMs: Math.max(config.dbPoolWaitMs, config.graphql.statementTimeoutMs),
-    statementTimeoutMs: config.graphql.statementTimeoutMs,
+    // Each GraphQL request sets GRAPHQL_STATEMENT_TIMEOUT_MS in its own transaction (graphql.ts).
+    // The connection's default is REST's, or more: the schema's introspection runs on this pool
+    // outside any request, and a busy machine must not cut it at a report's timeout (a failed
+    // build stops the process).
+    statementTimeoutMs: Math.max(config.dbStatementTimeoutMs, config.graphql.statementTimeoutMs),
     onError,
   });
   const controlPool = createPool(target.authenticatorUrl, { max: 2, ...bounds, onError });

@@ -275,6 +275,16 @@ test("a query text over MAX_QUERY_LENGTH is refused before parsing; a syntax err
   t.is(broken.json.type, undefined);
   t.regex(broken.json.errors[0].message, /Syntax Error/);
   t.deepEqual(broken.json.errors[0].locations, [{ line: 1, column: 44 }]);
+
+  // Nested deeper than the parser's stack: 400 query-too-large, not a 500, and again from cache.
+  for (const deep of ['{a'.repeat(16_000), `{ a(x: ${'['.repeat(20_000)}) }`]) {
+    for (let i = 0; i < 2; i++) {
+      const res = await gql(deep);
+      t.is(res.status, 400, deep.slice(0, 10));
+      t.is(res.json.type, '/problems/query-too-large');
+      t.is(res.json.detail, 'The query is nested too deeply to be read.');
+    }
+  }
 });
 
 test('aliases and nesting multiply; over the budget is 400 query-too-costly before it runs', async (t) => {
