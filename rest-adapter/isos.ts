@@ -3,10 +3,11 @@
 // Each carries its progress, weldCounts: its welds counted by status, which the database keeps
 // exact at every commit (weld_public.iso_weld_counts, migration 000015); read-only.
 //
-// GET /isos/weld-counts answers the progress of every ISO of the tenant at once (a dashboard, a
-// progress report): one item per ISO with its number, line and area, in one answer without
-// pages. PostgreSQL writes the whole JSON text in one statement (format() per row, string_agg
-// over them) and Node forwards it: 5,000 ISOs are a ~1 MB answer in tens of milliseconds.
+// GET /isos/weld-counts answers the progress of every ISO of the tenant (a dashboard, a progress
+// report): one item per ISO with its number, line and area, ordered by ISO number, in pages of up
+// to 10,000 (5,000 ISOs are one answer of about 1 MB, in tens of milliseconds). PostgreSQL writes
+// each item's JSON (format() per row) and Node joins them. The page bounds every answer: one
+// unbounded text of every ISO could outgrow what a JavaScript string may hold.
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
@@ -14,6 +15,7 @@ import { FLUID_SERVICES } from '../db/vocabulary.ts';
 import { problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
+import { writePage } from './pagination.ts';
 import { column, defineResource } from './resource.ts';
 
 const count = (what: string) => z.number().int().min(0).describe(what);
@@ -95,31 +97,62 @@ export const IsoWeldCounts = z
   })
   .describe("One ISO's welds counted by status, with what names the ISO");
 
+export const ISO_COUNTS_PAGE = { max: 10_000, default: 10_000 } as const;
+
 export const IsoWeldCountsList = z
   .object({
-    items: z.array(IsoWeldCounts).describe('every ISO of the tenant (that the filters keep)'),
-    nextCursor: z.null().describe('always null: the list is whole, in one answer'),
+    items: z.array(IsoWeldCounts).describe('ISOs in isoNumber order'),
+    nextCursor: z
+      .string()
+      .nullable()
+      .describe('pass as `cursor` for the next page; null on the last'),
   })
-  .describe('The progress of every ISO, ordered by ISO number');
+  .describe('The progress of the ISOs, ordered by ISO number, a page at a time');
+
+const countsLimitMessage = `must be a whole number from 1 to ${ISO_COUNTS_PAGE.max}`;
 
 export const IsoWeldCountsQuery = z.strictObject({
   lineNumber: z.string().max(100).optional().describe('only the ISOs of this line'),
   area: z.string().max(100).optional().describe('only the ISOs of this area'),
+  limit: z.coerce
+    .number({ error: countsLimitMessage })
+    .int(countsLimitMessage)
+    .min(1, countsLimitMessage)
+    .max(ISO_COUNTS_PAGE.max, countsLimitMessage)
+    .default(ISO_COUNTS_PAGE.default)
+    .describe(`page size, 1 to ${ISO_COUNTS_PAGE.max} (default ${ISO_COUNTS_PAGE.default})`),
+  // The last ISO number of the previous page (unique per tenant), base64url.
+  cursor: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,400}$/, 'not a cursor this service issued')
+    .transform((cursor, ctx) => {
+      const isoNumber = Buffer.from(cursor, 'base64url').toString('utf8');
+      if (Buffer.from(isoNumber, 'utf8').toString('base64url') !== cursor) {
+        ctx.addIssue({ code: 'custom', message: 'not a cursor this service issued' });
+        return z.NEVER;
+      }
+      return isoNumber;
+    })
+    .optional()
+    .describe('nextCursor of the previous page'),
 });
 
-// The items' JSON text, written by PostgreSQL: texts through to_json (escaped as JSON needs),
-// counts as they are. Row security keeps the ISOs and their counts to the caller's tenant.
-const WELD_COUNTS_LIST = `
-  select coalesce(string_agg(
-           format('{"isoId":"%s","isoNumber":%s,"lineNumber":%s,"area":%s,"total":%s,'
-                  '"pending":%s,"accepted":%s,"rejected":%s,"repair":%s,"voided":%s}',
-                  r.id, to_json(r.iso_number), to_json(r.line_number),
-                  coalesce(to_json(r.area)::text, 'null'), c.total, c.pending, c.accepted,
-                  c.rejected, c.repair, c.voided),
-           ',' order by r.iso_number, r.id), '') as items
+// One row per ISO: its item's JSON text (texts through to_json, escaped as JSON needs; counts as
+// they are) and its number, the cursor. Row security keeps the ISOs and their counts to the
+// caller's tenant; ISO numbers are unique per tenant, so they order the pages alone.
+const WELD_COUNTS_PAGE = `
+  select format('{"isoId":"%s","isoNumber":%s,"lineNumber":%s,"area":%s,"total":%s,'
+                '"pending":%s,"accepted":%s,"rejected":%s,"repair":%s,"voided":%s}',
+                r.id, to_json(r.iso_number), to_json(r.line_number),
+                coalesce(to_json(r.area)::text, 'null'), c.total, c.pending, c.accepted,
+                c.rejected, c.repair, c.voided) as json,
+         r.iso_number
     from weld_public.isos r
     join weld_public.iso_weld_counts c on c.tenant_id = r.tenant_id and c.iso_id = r.id
-   where ($1::text is null or r.line_number = $1) and ($2::text is null or r.area = $2)`;
+   where ($1::text is null or r.line_number = $1) and ($2::text is null or r.area = $2)
+     and ($3::text is null or r.iso_number > $3)
+   order by r.iso_number
+   limit $4`;
 
 /** GET /isos/weld-counts (before /isos/{id}, which would take "weld-counts" for an id). */
 export function isoProgressRoutes(pool: pg.Pool, prefix = ''): Route[] {
@@ -130,15 +163,24 @@ export function isoProgressRoutes(pool: pg.Pool, prefix = ''): Route[] {
       handler: async (req, res) => {
         const parsed = IsoWeldCountsQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const { lineNumber, area } = parsed.data;
+        const { lineNumber, area, limit, cursor } = parsed.data;
         const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<{ items: string }>(
-            prepared(WELD_COUNTS_LIST, [lineNumber ?? null, area ?? null]),
+          db.query<{ json: string; iso_number: string }>(
+            prepared(WELD_COUNTS_PAGE, [
+              lineNumber ?? null,
+              area ?? null,
+              cursor ?? null,
+              limit + 1,
+            ]),
           ),
         );
-        res.setHeader('Content-Type', 'application/json; charset=utf-8');
+        const items = rows.slice(0, limit);
+        const next =
+          rows.length > limit
+            ? Buffer.from(items.at(-1)!.iso_number, 'utf8').toString('base64url')
+            : null;
         res.setHeader('Cache-Control', 'private, no-cache');
-        res.send(`{"items":[${rows[0]!.items}],"nextCursor":null}`);
+        writePage(req, res, items.map((item) => item.json).join(','), next);
       },
     },
   ];

@@ -40,7 +40,7 @@ import {
   importQuery,
   ImportRecord,
 } from './imports.ts';
-import { IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
+import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
 import { pageOf } from './pagination.ts';
 import {
   DeliveryListQuery,
@@ -1222,13 +1222,14 @@ function buildDocument() {
         get: {
           summary: "Every ISO's progress: its welds counted by status",
           description:
-            'One item per ISO of the tenant, ordered by isoNumber (then id), with the counts each ISO carries as ' +
-            '`weldCounts`: total, pending, accepted, rejected, repair, voided, exact as of the last committed change. ' +
-            'The whole list comes in one answer, without pages (`nextCursor` is always null): a dashboard reads every ' +
-            'ISO\'s progress in one request (5,000 ISOs: about 1 MB, tens of milliseconds). Filters combine with "and".',
+            'One item per ISO of the tenant, ordered by isoNumber, with the counts each ISO carries as `weldCounts`: ' +
+            'total, pending, accepted, rejected, repair, voided, exact as of the last committed change. Pages hold up ' +
+            `to ${ISO_COUNTS_PAGE.max} ISOs (the default), so a dashboard reads most projects' progress in one request ` +
+            '(5,000 ISOs: about 1 MB, tens of milliseconds); `nextCursor` and `Link: rel="next"` lead on as for every ' +
+            'list. Filters combine with "and".',
           parameters: queryParameters(IsoWeldCountsQuery),
           responses: {
-            '200': { description: 'every ISO the filters keep', ...content('IsoWeldCountsList') },
+            '200': { ...page, ...content('IsoWeldCountsList') },
             '422': problem('a bad or unknown parameter, named in errors'),
             ...common,
           },

@@ -137,7 +137,12 @@ export function sendPage<T extends { id: string | number }>(
 }
 
 /** {"items": [...], "nextCursor": ...} and, when a page follows, its Link. */
-function writePage(req: Request, res: Response, items: string, nextCursor: string | null): void {
+export function writePage(
+  req: Request,
+  res: Response,
+  items: string,
+  nextCursor: string | null,
+): void {
   if (nextCursor) {
     const query = new URLSearchParams(req.query as Record<string, string>);
     query.set('cursor', nextCursor);

@@ -185,8 +185,38 @@ test("GET /isos/weld-counts: every ISO's counts in one answer, as each ISO shows
   );
   t.deepEqual((await viewer('GET', '/isos/weld-counts?area=nowhere')).json.items, []);
 
+  // Pages: walking with limit=7 gives the same list, with Link and nextCursor; the last has none.
+  const walked: unknown[] = [];
+  let path: string | undefined = '/isos/weld-counts?limit=7';
+  let pages = 0;
+  while (path) {
+    const res = await viewer('GET', path);
+    t.is(res.status, 200, res.text);
+    walked.push(...(res.json.items as unknown[]));
+    pages++;
+    const next = res.json.nextCursor as string | null;
+    t.is(
+      res.headers.link,
+      next ? `</isos/weld-counts?limit=7&cursor=${next}>; rel="next"` : undefined,
+    );
+    path = next ? `/isos/weld-counts?limit=7&cursor=${next}` : undefined;
+  }
+  t.is(pages, 5);
+  t.deepEqual(walked, expected);
+  for (const bad of [
+    'limit=0',
+    'limit=10001',
+    'limit=x',
+    'cursor=%2B%2B',
+    'cursor=A',
+    `cursor=${'A'.repeat(401)}`,
+  ]) {
+    const res = await viewer('GET', `/isos/weld-counts?${bad}`);
+    t.is(res.status, 422, bad);
+  }
+
   // Bad parameters: 422 naming them; no token: 401; another tenant sees only its own.
-  const bad = await viewer('GET', '/isos/weld-counts?limit=5');
+  const bad = await viewer('GET', '/isos/weld-counts?isoNumber=5');
   t.is(bad.status, 422);
   t.is(bad.json.type, '/problems/validation-failed');
   const anonymous = await request(port, {
