@@ -107,7 +107,8 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
       await initdb(bin, pgData, scratchDir, superuserPassword, runAs);
     }
 
-    const running = runningPostmaster(pgData);
+    let running = runningPostmaster(pgData);
+    if (running?.stopping) running = await untilStopped(pgData, running.pid);
     if (running) {
       return {
         ...running,
@@ -254,8 +255,10 @@ export function embeddedUrl(cluster: EmbeddedCluster, database: string): string 
   return `postgres://${EMBEDDED_SUPERUSER}:${password}@127.0.0.1:${cluster.port}/${database}`;
 }
 
-/** The PostgreSQL running on dataDir's cluster, if one runs: for weld-admin, and DBAs. */
-export function runningEmbeddedCluster(dataDir: string): { pid: number; port: number } | undefined {
+/** The PostgreSQL running on dataDir's cluster, if one runs (or is stopping): weld-admin, DBAs. */
+export function runningEmbeddedCluster(
+  dataDir: string,
+): { pid: number; port: number; stopping: boolean } | undefined {
   return runningPostmaster(path.join(path.resolve(dataDir), 'pg'));
 }
 
@@ -480,8 +483,13 @@ async function initdb(
   }
 }
 
-/** A postmaster.pid whose process is alive means the cluster is up: line 1 pid, line 4 port. */
-function runningPostmaster(pgData: string): { pid: number; port: number } | undefined {
+/**
+ * A postmaster.pid whose process is alive means the cluster is up: line 1 pid, line 4 port, line
+ * 8 its state ("stopping" once a shutdown has begun).
+ */
+function runningPostmaster(
+  pgData: string,
+): { pid: number; port: number; stopping: boolean } | undefined {
   const lines = readClusterFile(pgData, 'postmaster.pid').split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
@@ -491,7 +499,34 @@ function runningPostmaster(pgData: string): { pid: number; port: number } | unde
   } catch {
     return undefined; // stale file; postgres replaces it when it starts
   }
-  return { pid, port };
+  return { pid, port, stopping: lines[7]?.trim() === 'stopping' };
+}
+
+/** How long a start waits for a PostgreSQL that is shutting down to be gone. */
+const STOPPING_WAIT_MS = 60_000;
+
+/**
+ * Waits while the cluster's PostgreSQL is shutting down: one stopped a moment ago (npm start again
+ * right after Ctrl-C: npm returns before the server behind it has stopped PostgreSQL) refuses every
+ * connection, so using it would fail the start. Then: undefined when it is gone (start a new
+ * one), or the PostgreSQL running by then.
+ */
+async function untilStopped(
+  pgData: string,
+  pid: number,
+): Promise<{ pid: number; port: number; stopping: boolean } | undefined> {
+  const deadline = Date.now() + STOPPING_WAIT_MS;
+  for (;;) {
+    const running = runningPostmaster(pgData);
+    if (!running?.stopping) return running;
+    if (Date.now() > deadline) {
+      throw new ConfigError(
+        `PostgreSQL of this DATA_DIR (pid ${pid}) has been shutting down for ` +
+          `${STOPPING_WAIT_MS / 1000} s; wait for it to end (or end it), then start again.`,
+      );
+    }
+    await sleep(50);
+  }
 }
 
 /**

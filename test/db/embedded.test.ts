@@ -9,7 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { ConfigError } from '../../db/config.ts';
+import { connectClient } from '../../db/database.ts';
 import {
+  embeddedUrl,
   openEmbeddedCluster,
   removeEmbeddedCluster,
   runningEmbeddedCluster,
@@ -279,6 +281,39 @@ test('the embedded port stays the same across starts, moves only when taken', as
   t.is(fourth.port, explicit);
   t.is(runningEmbeddedCluster(dataDir)?.port, explicit);
   await fourth.stop();
+});
+
+test('a start while the last PostgreSQL is still shutting down waits for it to end, then starts its own', async (t) => {
+  const dataDir = privateDataDir(t);
+  const first = await openEmbeddedCluster({ dataDir, port: 0, settings: FAST });
+  t.teardown(() => first.stop());
+  // A smart shutdown waits for its sessions to end: one open session holds the cluster in
+  // "stopping" (what a start right after Ctrl-C can meet) for as long as the test likes.
+  const session = await connectClient(embeddedUrl(first, 'postgres'));
+  session.on('error', () => {});
+  process.kill(first.pid, 'SIGTERM');
+  for (let i = 0; i < 200 && !runningEmbeddedCluster(dataDir)?.stopping; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  t.true(runningEmbeddedCluster(dataDir)?.stopping, 'postmaster.pid says stopping');
+
+  let opened = false;
+  const second = openEmbeddedCluster({ dataDir, port: 0, settings: FAST }).then((cluster) => {
+    opened = true;
+    return cluster;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  t.false(opened, 'it waits while the old one is stopping');
+  await session.end(); // the old one ends now
+  const cluster = await second;
+  t.teardown(() => cluster.stop());
+  t.true(cluster.startedHere, 'a PostgreSQL of its own, not the one that was stopping');
+  t.not(cluster.pid, first.pid);
+  const rows = await superuserQuery<{ ok: number }>(
+    embeddedUrl(cluster, 'postgres'),
+    'select 1 as ok',
+  );
+  t.deepEqual(rows, [{ ok: 1 }]);
 });
 
 test('where the cluster cannot go, the start stops with one line naming the directory and the fix', async (t) => {
