@@ -256,9 +256,7 @@ export function embeddedUrl(cluster: EmbeddedCluster, database: string): string 
 }
 
 /** The PostgreSQL running on dataDir's cluster, if one runs (or is stopping): weld-admin, DBAs. */
-export function runningEmbeddedCluster(
-  dataDir: string,
-): { pid: number; port: number; stopping: boolean } | undefined {
+export function runningEmbeddedCluster(dataDir: string): RunningPostmaster | undefined {
   return runningPostmaster(path.join(path.resolve(dataDir), 'pg'));
 }
 
@@ -483,13 +481,19 @@ async function initdb(
   }
 }
 
+/** A PostgreSQL found running on a cluster, by its postmaster.pid. */
+interface RunningPostmaster {
+  pid: number;
+  port: number;
+  /** A shutdown has begun: it refuses new connections until it is gone. */
+  stopping: boolean;
+}
+
 /**
  * A postmaster.pid whose process is alive means the cluster is up: line 1 pid, line 4 port, line
  * 8 its state ("stopping" once a shutdown has begun).
  */
-function runningPostmaster(
-  pgData: string,
-): { pid: number; port: number; stopping: boolean } | undefined {
+function runningPostmaster(pgData: string): RunningPostmaster | undefined {
   const lines = readClusterFile(pgData, 'postmaster.pid').split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
@@ -511,10 +515,7 @@ const STOPPING_WAIT_MS = 60_000;
  * connection, so using it would fail the start. Then: undefined when it is gone (start a new
  * one), or the PostgreSQL running by then.
  */
-async function untilStopped(
-  pgData: string,
-  pid: number,
-): Promise<{ pid: number; port: number; stopping: boolean } | undefined> {
+async function untilStopped(pgData: string, pid: number): Promise<RunningPostmaster | undefined> {
   const deadline = Date.now() + STOPPING_WAIT_MS;
   for (;;) {
     const running = runningPostmaster(pgData);

@@ -15,7 +15,7 @@ import { FLUID_SERVICES } from '../db/vocabulary.ts';
 import { problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
-import { writePage } from './pagination.ts';
+import { encodeTextCursor, pageSizeParam, sendJsonPage, textCursorParam } from './pagination.ts';
 import { column, defineResource } from './resource.ts';
 
 const count = (what: string) => z.number().int().min(0).describe(what);
@@ -109,32 +109,12 @@ export const IsoWeldCountsList = z
   })
   .describe('The progress of the ISOs, ordered by ISO number, a page at a time');
 
-const countsLimitMessage = `must be a whole number from 1 to ${ISO_COUNTS_PAGE.max}`;
-
 export const IsoWeldCountsQuery = z.strictObject({
   lineNumber: z.string().max(100).optional().describe('only the ISOs of this line'),
   area: z.string().max(100).optional().describe('only the ISOs of this area'),
-  limit: z.coerce
-    .number({ error: countsLimitMessage })
-    .int(countsLimitMessage)
-    .min(1, countsLimitMessage)
-    .max(ISO_COUNTS_PAGE.max, countsLimitMessage)
-    .default(ISO_COUNTS_PAGE.default)
-    .describe(`page size, 1 to ${ISO_COUNTS_PAGE.max} (default ${ISO_COUNTS_PAGE.default})`),
-  // The last ISO number of the previous page (unique per tenant), base64url.
-  cursor: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,400}$/, 'not a cursor this service issued')
-    .transform((cursor, ctx) => {
-      const isoNumber = Buffer.from(cursor, 'base64url').toString('utf8');
-      if (Buffer.from(isoNumber, 'utf8').toString('base64url') !== cursor) {
-        ctx.addIssue({ code: 'custom', message: 'not a cursor this service issued' });
-        return z.NEVER;
-      }
-      return isoNumber;
-    })
-    .optional()
-    .describe('nextCursor of the previous page'),
+  limit: pageSizeParam(ISO_COUNTS_PAGE.max, ISO_COUNTS_PAGE.default),
+  // The last ISO number of the previous page (unique per tenant).
+  cursor: textCursorParam.optional().describe('nextCursor of the previous page'),
 });
 
 // One row per ISO: its item's JSON text (texts through to_json, escaped as JSON needs; counts as
@@ -174,13 +154,8 @@ export function isoProgressRoutes(pool: pg.Pool, prefix = ''): Route[] {
             ]),
           ),
         );
-        const items = rows.slice(0, limit);
-        const next =
-          rows.length > limit
-            ? Buffer.from(items.at(-1)!.iso_number, 'utf8').toString('base64url')
-            : null;
         res.setHeader('Cache-Control', 'private, no-cache');
-        writePage(req, res, items.map((item) => item.json).join(','), next);
+        sendJsonPage(req, res, rows, limit, (row) => encodeTextCursor(row.iso_number));
       },
     },
   ];

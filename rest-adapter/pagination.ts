@@ -8,15 +8,19 @@ import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { PAGE_SIZE } from '../db/vocabulary.ts';
 
-const limitMessage = `must be a whole number from 1 to ${PAGE_SIZE.max}`;
+/** `limit`: a page size from 1 to `max` (default `fallback`). */
+export function pageSizeParam(max: number, fallback: number) {
+  const message = `must be a whole number from 1 to ${max}`;
+  return z.coerce
+    .number({ error: message })
+    .int(message)
+    .min(1, message)
+    .max(max, message)
+    .default(fallback)
+    .describe(`page size, 1 to ${max} (default ${fallback})`);
+}
 
-export const limitParam = z.coerce
-  .number({ error: limitMessage })
-  .int(limitMessage)
-  .min(1, limitMessage)
-  .max(PAGE_SIZE.max, limitMessage)
-  .default(PAGE_SIZE.default)
-  .describe(`page size, 1 to ${PAGE_SIZE.max} (default ${PAGE_SIZE.default})`);
+export const limitParam = pageSizeParam(PAGE_SIZE.max, PAGE_SIZE.default);
 
 /**
  * A point in time: an RFC 3339 date-time with its offset, or a plain date (ISO 8601), which means
@@ -41,6 +45,21 @@ export const cursorParam = z
 export function encodeCursor(id: string): string {
   return Buffer.from(id.replaceAll('-', ''), 'hex').toString('base64url');
 }
+
+/** A cursor that is a text key (a unique name ordering the list), base64url of its UTF-8. */
+export const textCursorParam = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,400}$/, 'not a cursor this service issued')
+  .transform((cursor, ctx) => {
+    const key = Buffer.from(cursor, 'base64url').toString('utf8');
+    if (encodeTextCursor(key) !== cursor) {
+      ctx.addIssue({ code: 'custom', message: 'not a cursor this service issued' });
+      return z.NEVER;
+    }
+    return key;
+  });
+
+export const encodeTextCursor = (key: string) => Buffer.from(key, 'utf8').toString('base64url');
 
 /**
  * The query of one page: `select` (columns and table) narrowed by the filters that apply (each
@@ -106,16 +125,26 @@ export function jsonPageQuery(
   );
 }
 
-/** A row of jsonPageQuery. */
+/** A row of jsonPageQuery (or of any query answering items as PostgreSQL-rendered JSON). */
 export interface JsonItem {
   json: string;
   id: string;
 }
 
-/** Answers a page PostgreSQL rendered (jsonPageQuery), forwarding the items' text. */
-export function sendJsonPage(req: Request, res: Response, rows: JsonItem[], limit: number): void {
+/**
+ * Answers a page PostgreSQL rendered, forwarding the items' text: `rows` were fetched with
+ * limit + 1, and the next page starts after the last row shown (its cursor: `cursorOf` that row;
+ * jsonPageQuery's rows by `(row) => encodeCursor(row.id)`).
+ */
+export function sendJsonPage<T extends { json: string }>(
+  req: Request,
+  res: Response,
+  rows: T[],
+  limit: number,
+  cursorOf: (row: T) => string,
+): void {
   const items = rows.slice(0, limit);
-  const nextCursor = rows.length > limit ? encodeCursor(items.at(-1)!.id) : null;
+  const nextCursor = rows.length > limit ? cursorOf(items.at(-1)!) : null;
   writePage(req, res, items.map((item) => item.json).join(','), nextCursor);
 }
 
@@ -137,12 +166,7 @@ export function sendPage<T extends { id: string | number }>(
 }
 
 /** {"items": [...], "nextCursor": ...} and, when a page follows, its Link. */
-export function writePage(
-  req: Request,
-  res: Response,
-  items: string,
-  nextCursor: string | null,
-): void {
+function writePage(req: Request, res: Response, items: string, nextCursor: string | null): void {
   if (nextCursor) {
     const query = new URLSearchParams(req.query as Record<string, string>);
     query.set('cursor', nextCursor);

@@ -35,6 +35,7 @@ import { callerContext } from '../server/http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import {
   cursorParam,
+  encodeCursor,
   instantParam,
   jsonPageQuery,
   limitParam,
@@ -629,7 +630,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
         const { rows } = await inDatabase(pool, req, (db) =>
           db.query<JsonItem>(jsonPageQuery(itemsFrom(resource), filters, q.cursor, q.limit)),
         );
-        sendJsonPage(req, res, rows, q.limit);
+        sendJsonPage(req, res, rows, q.limit, (row) => encodeCursor(row.id));
       },
     },
     {

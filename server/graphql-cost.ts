@@ -133,11 +133,10 @@ function checkedDocument(schema: GraphQLSchema, query: string): DocumentNode | s
     }
   } catch (error) {
     // graphql-js parses and validates recursively: a document nested thousands deep overflows
-    // the stack. Refused (and remembered) like any query over the depth limit.
+    // the stack. Refused (and remembered) like any query over the depth limit. A GraphQLError is
+    // a bad document, which GraphQL answers; anything else is a bug (a 500).
     if (error instanceof RangeError) verdict = 'The query is nested too deeply to be read.';
-    else if (error instanceof GraphQLError)
-      verdict = undefined; // GraphQL answers it
-    else throw error; // a bug, not a bad document: a 500
+    else if (!(error instanceof GraphQLError)) throw error;
   }
   cache.texts.set(query, verdict);
   cache.characters += query.length;
