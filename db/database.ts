@@ -303,7 +303,13 @@ export function createPool(
     application_name: 'weld-data-service',
   });
   // An idle client that loses its connection emits here; unhandled, it would end the process.
-  pool.on('error', options.onError ?? (() => {}));
+  // pg-pool hangs the client on the error (error.client): whoever logs the error would dump the
+  // whole connection (its cancel key, its prepared statements). The client is gone; drop it.
+  const onError = options.onError ?? (() => {});
+  pool.on('error', (error) => {
+    delete (error as Error & { client?: unknown }).client;
+    onError(error);
+  });
   // A checked-out client has no listener of pg-pool's, and the server's last words when it goes
   // away ("terminating connection due to unexpected postmaster exit") arrive as an 'error' event
   // between queries: unhandled, that too would end the process. Whoever holds the client learns

@@ -497,7 +497,8 @@ function runningPostmaster(pgData: string): RunningPostmaster | undefined {
   const lines = readClusterFile(pgData, 'postmaster.pid').split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
-  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+  // kill(0) and kill(-1) address process groups, not a postmaster: such a file is no cluster's.
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return undefined;
   try {
     process.kill(pid, 0);
   } catch {
@@ -522,8 +523,9 @@ async function untilStopped(pgData: string, pid: number): Promise<RunningPostmas
     if (!running?.stopping) return running;
     if (Date.now() > deadline) {
       throw new ConfigError(
-        `PostgreSQL of this DATA_DIR (pid ${pid}) has been shutting down for ` +
-          `${STOPPING_WAIT_MS / 1000} s; wait for it to end (or end it), then start again.`,
+        `PostgreSQL of this DATA_DIR (pid ${pid} in its postmaster.pid) has been shutting down ` +
+          `for ${STOPPING_WAIT_MS / 1000} s. If process ${pid} is that PostgreSQL, wait for it ` +
+          'to end; if it is not (a stale postmaster.pid after a crash), remove that file.',
       );
     }
     await sleep(50);

@@ -46,10 +46,13 @@ export function encodeCursor(id: string): string {
   return Buffer.from(id.replaceAll('-', ''), 'hex').toString('base64url');
 }
 
-/** A cursor that is a text key (a unique name ordering the list), base64url of its UTF-8. */
+/**
+ * A cursor that is a text key (a unique name ordering the list, at most 100 characters), base64url
+ * of its UTF-8: 100 four-byte characters are 400 bytes, 536 characters of base64url.
+ */
 export const textCursorParam = z
   .string()
-  .regex(/^[A-Za-z0-9_-]{1,400}$/, 'not a cursor this service issued')
+  .regex(/^[A-Za-z0-9_-]{1,536}$/, 'not a cursor this service issued')
   .transform((cursor, ctx) => {
     const key = Buffer.from(cursor, 'base64url').toString('utf8');
     if (encodeTextCursor(key) !== cursor) {

@@ -155,6 +155,20 @@ test('withContext refuses a role that is not a request role', async (t) => {
   await t.throwsAsync(pool.query(`set role weld_owner`), { message: /permission denied/ });
 });
 
+test('an idle pooled connection that is ended reaches onError without its client (nothing to dump in a log)', async (t) => {
+  const { rootUrl, target } = await migratedDatabase(t);
+  const errors: Error[] = [];
+  const pool = createPool(target.authenticatorUrl, { max: 1, onError: (e) => errors.push(e) });
+  t.teardown(() => pool.end());
+  const { pid } = (await pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!;
+  await superuserQuery(rootUrl, 'select pg_terminate_backend($1)', [pid]);
+  for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  t.is(errors.length, 1);
+  t.is((errors[0] as Error & { code?: string }).code, '57P01');
+  t.false('client' in errors[0]!);
+  t.notRegex(JSON.stringify(errors[0]), /secretKey|connectionParameters/);
+});
+
 test('tenants: each context sees only its own tenant; no context sees none', async (t) => {
   const { target } = await migratedDatabase(t);
   const owner = await connectClient(target.ownerUrl);

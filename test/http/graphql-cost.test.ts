@@ -11,6 +11,7 @@ import { GRAPHQL_DEFAULTS, loadConfig } from '../../server/config.ts';
 import {
   checkGraphqlRequest,
   INTROSPECTION_COST,
+  MAX_FIELDS,
   MAX_QUERY_LENGTH,
   operationCost,
   SCAN_WEIGHT,
@@ -275,6 +276,18 @@ test("a query text over MAX_QUERY_LENGTH is refused before parsing; a syntax err
   t.is(broken.json.type, undefined);
   t.regex(broken.json.errors[0].message, /Syntax Error/);
   t.deepEqual(broken.json.errors[0].locations, [{ line: 1, column: 44 }]);
+
+  // Over MAX_FIELDS selections (validation is quadratic in sibling aliases): refused unvalidated.
+  const many = (n: number) =>
+    `{ ${Array.from({ length: n }, (_, i) => `a${i}: allIsos(first: 1) { totalCount }`).join(' ')} }`;
+  const over = await gql(many(MAX_FIELDS / 2 + 1)); // two fields per alias
+  t.is(over.status, 400);
+  t.is(over.json.type, '/problems/query-too-large');
+  t.is(
+    over.json.detail,
+    `The query selects ${MAX_FIELDS + 2} fields; at most ${MAX_FIELDS} are accepted.`,
+  );
+  t.not((await gql(many(MAX_FIELDS / 2))).json.type, '/problems/query-too-large');
 
   // Nested deeper than the parser's stack: 400 query-too-large, not a 500, and again from cache.
   for (const deep of ['{a'.repeat(16_000), `{ a(x: ${'['.repeat(20_000)}) }`]) {
