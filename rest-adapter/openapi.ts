@@ -314,7 +314,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/too-many-streams | 429 | GET /events/stream or a waiting GET /events: this user already holds the most streams and waiting long-polls allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
 | /problems/import-invalid | 422 | POST /imports/welds: the file has errors and nothing was imported; \`errors\` lists the first ${MAX_IMPORT_ERRORS} ({line, column, value, detail}, line 1 being the header) and \`errorCount\` counts them all |
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
-| /problems/query-too-large | 400 | GraphQL: a query text over 50,000 characters or over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
+| /problems/query-too-large | 400 | GraphQL: a query text over 50,000 characters or 1,000 fields, or over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
 | /problems/timeout | 503 | a statement timeout cancelled the work (DB_STATEMENT_TIMEOUT_MS) |
 | /problems/busy | 503 | every database connection of this instance stayed busy for DB_POOL_WAIT_MS; Retry-After |

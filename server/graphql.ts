@@ -2,7 +2,7 @@
 // in the database (grants, row security, smart comments in migrations/); this file chooses the
 // presets, hands each request's role and tenant to PostGraphile's transaction, and sets limits so
 // one query cannot take the service down:
-//   - a query text of at most 50,000 characters (MAX_QUERY_LENGTH)
+//   - a query text of at most 50,000 characters and 1,000 fields (MAX_QUERY_LENGTH, MAX_FIELDS)
 //   - depth at most 10 (lists at most 4 deep), by @graphile/depth-limit
 //   - every connection that reads rows (nodes, edges, pageInfo) needs first or last, 1 to 500
 //   - a cost budget (GRAPHQL_MAX_COST, default 100,000): see graphql-cost.ts
