@@ -54,7 +54,7 @@ import {
   WebhookPatch,
   WebhookWithSecret,
 } from './webhooks.ts';
-import { StatusChange } from './welds.ts';
+import { StatusChange, WeldTransitionList } from './welds.ts';
 
 const json = (schema: z.ZodType, io: 'input' | 'output' = 'output') =>
   z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
@@ -856,6 +856,7 @@ function buildDocument() {
   const schemas: Record<string, unknown> = {
     ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
     StatusChange: json(StatusChange, 'input'),
+    WeldTransitionList: json(WeldTransitionList),
     ExaminationSelection: json(ExaminationSelection),
     ExaminationSelectionPage: json(ExaminationSelectionPage),
     ExaminationDraw: json(DrawBody, 'input'),
@@ -1041,6 +1042,10 @@ function buildDocument() {
         '/isos/{id}/examination, /welders/{id}/qualification-status, /welds/{id}/checks and ' +
         '/test-packages/{id}/readiness say where things stand, and a test package that is not ready ' +
         'cannot be released.\n\n' +
+        "The web app: /app/ on each tenant origin serves the inspectors' web app (a PWA, not an API " +
+        'operation, so not listed below). It uses cookie mode and only the operations listed here and ' +
+        'the event stream; GET /weld-transitions gives it (and any client) the status changes the ' +
+        "tenant's rules open to each role.\n\n" +
         'Events: every committed change of a resource is an event, in commit order (GET /events, with ' +
         '`wait` a long-poll; GET /events/stream as Server-Sent Events; signed webhooks to the endpoints ' +
         'admins register at /webhooks, described in the `webhooks` section).\n\n' +
@@ -1197,6 +1202,19 @@ function buildDocument() {
             ),
             '412': problem('If-Match is stale'),
             '422': problem('status is not one of the five values, or the rule requires a reason'),
+            ...common,
+          },
+        },
+      },
+      '/weld-transitions': {
+        get: {
+          summary: "The tenant's weld status rules",
+          description:
+            'Every status change the rules allow, the least role that may make it and whether it needs a reason: ' +
+            'what PATCH /welds/{id}/status obeys, so a client can offer only the changes open to its user. The rules ' +
+            'are rows a DBA manages in SQL (weld_public.weld_transition_rules); every role may read them.',
+          responses: {
+            '200': { description: 'the rules', ...content('WeldTransitionList') },
             ...common,
           },
         },

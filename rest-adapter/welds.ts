@@ -3,13 +3,15 @@
 //   PATCH /welds/{id}/status   {"status", "reason"?}, optional If-Match: the lifecycle function
 //                              decides (409 with `allowed`, 403, 412, 422 reason required)
 //   GET   /welds/{id}/history  the weld's status changes (history.ts)
+//   GET   /weld-transitions    the tenant's transition rules, so a client (the web app) can
+//                              offer only the changes the rules and the caller's role allow
 //
 // A weld's status, repair cycle and version are read-only everywhere else: PATCH /welds/{id}
 // changes the other fields (engineers), and welds are never deleted (VOIDED instead).
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
-import { WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
+import { USER_ROLES, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
 import { exportWelds } from '../db/weld-register.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
@@ -92,7 +94,34 @@ export const StatusChange = z.strictObject({
   reason: z.string().max(2000).optional().describe('required by some transitions (see the rules)'),
 });
 
-/** The weld path beyond the resource's own: the status change (its history: history.ts). */
+export const WeldTransition = z.object({
+  fromStatus: z.enum(WELD_STATUSES),
+  toStatus: z.enum(WELD_STATUSES),
+  leastRole: z
+    .enum(USER_ROLES)
+    .describe('the least role that may make it (viewer < inspector < engineer < admin)'),
+  reasonRequired: z
+    .boolean()
+    .describe('PATCH /welds/{id}/status must carry a reason (422 without)'),
+  note: z.string().nullable().describe('what the change means, in words'),
+});
+
+export const WeldTransitionList = z
+  .object({
+    items: z
+      .array(WeldTransition)
+      .describe(
+        'ordered by fromStatus, then toStatus, each in lifecycle order (PENDING, ACCEPTED, REJECTED, REPAIR, VOIDED)',
+      ),
+  })
+  .describe(
+    "The tenant's weld status rules: every allowed change, who may make it and whether it needs a reason",
+  );
+
+/**
+ * The weld paths beyond the resource's own: the status change and the rules it obeys (its
+ * history: history.ts).
+ */
 export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
   return [
     {
@@ -114,6 +143,25 @@ export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
           ),
         );
         sendItemJson(res, rows[0]!);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/weld-transitions`,
+      handler: async (req, res) => {
+        // A handful of rows per tenant (at most 20), so no pages; row security picks the tenant's.
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query(
+            prepared(
+              `select from_status as "fromStatus", to_status as "toStatus", least_role as "leastRole",
+                      reason_required as "reasonRequired", note
+                 from weld_public.weld_transition_rules
+                order by from_status, to_status`,
+              [],
+            ),
+          ),
+        );
+        res.json({ items: rows });
       },
     },
   ];

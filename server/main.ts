@@ -18,6 +18,7 @@ import { SessionRevocations } from './auth/revocations.ts';
 import { loadConfig, type Config } from './config.ts';
 import { EventNotifications } from '../db/event-notifications.ts';
 import { createGraphql } from './graphql.ts';
+import { appAssets } from './pwa.ts';
 import { startHousekeeping } from './housekeeping.ts';
 import { createLogger } from './http/log.ts';
 import { serviceRoutes } from './routes.ts';
@@ -149,7 +150,9 @@ async function main(): Promise<void> {
   logger.info(
     { port, ...(demoOrigins.length && { demoTenant: demoOrigins }) },
     `listening on http://localhost:${port}` +
-      (demoOrigins.length ? `; demo tenant at ${demoOrigins.join(' and ')}` : ''),
+      (demoOrigins.length
+        ? `; demo tenant at ${demoOrigins.join(' and ')}, its web app at ${demoOrigins.find((o) => o.includes('localhost')) ?? demoOrigins[0]}/app/`
+        : ''),
   );
 
   let stopping = false;
@@ -179,6 +182,10 @@ async function main(): Promise<void> {
   process.on('SIGTERM', (signal) => void stop(signal));
   process.on('SIGINT', (signal) => void stop(signal));
 
+  appAssets().then(
+    () => logger.info('web app built (/app/)'),
+    (error: unknown) => logger.error({ err: error }, 'the web app could not be built'),
+  );
   graphql.warm().then(
     () => logger.info('GraphQL schema built'),
     (error: unknown) => {

@@ -1,5 +1,6 @@
 // Every route the service serves, in one list: the process's health, authentication, the data
-// paths (canonical and under /api, with identical behaviour), GraphQL and the API documents.
+// paths (canonical and under /api, with identical behaviour), GraphQL, the API documents and the
+// inspectors' web app (/app/).
 // server/main.ts (and the tests' in-process server) hand this list to createApp.
 import type pg from 'pg';
 import { authRoutes } from '../rest-adapter/auth.ts';
@@ -17,6 +18,7 @@ import type { KeyRing } from './auth/keys.ts';
 import { graphqlRoutes, type Graphql } from './graphql.ts';
 import { healthRoutes } from './health.ts';
 import type { Route } from './http/route.ts';
+import { appRoutes } from './pwa.ts';
 
 export interface ServiceDeps {
   pool: pg.Pool;
@@ -56,5 +58,6 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
     ]),
     ...graphqlRoutes(deps.graphql),
     ...openapiRoutes(),
+    ...appRoutes(),
   ];
 }

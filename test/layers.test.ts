@@ -1,12 +1,14 @@
 // The direction of imports, read from the source: db/ at the bottom knows nothing of HTTP; the
 // HTTP toolkit (server/http, server/auth) knows db/ and nothing above it; rest-adapter/ uses both
-// and exports routes; only server/routes.ts gathers the adapters. And no import cycle anywhere.
+// and exports routes; only server/routes.ts gathers the adapters. The web app (app/) runs in the
+// browser and reaches the service by HTTP only: it imports nothing of the server's, and the
+// server only builds it (server/pwa.ts names its folder, imports none of it). No import cycle.
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const LAYERED = ['db', 'server', 'rest-adapter'];
+const LAYERED = ['db', 'server', 'rest-adapter', 'app'];
 
 /** Every project module, with the project modules it imports (relative paths from ROOT). */
 function importGraph(): Map<string, string[]> {
@@ -15,7 +17,7 @@ function importGraph(): Map<string, string[]> {
     for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
       const relative = path.join(dir, entry.name);
       if (entry.isDirectory()) visit(relative);
-      else if (entry.name.endsWith('.ts')) {
+      else if (/\.tsx?$/.test(entry.name)) {
         const text = fs.readFileSync(path.join(ROOT, relative), 'utf8');
         const targets = [...text.matchAll(/^(?:import|export)[^'"]*?from '(\.[^']+)'/gm)].map((m) =>
           path.join(path.dirname(relative), m[1]!),
@@ -60,6 +62,23 @@ test('rest-adapter/ imports db/, the toolkit and itself, nothing else of server/
     importsOf('rest-adapter/').filter(
       (edge) => !/-> (db|server\/http|server\/auth|rest-adapter)\//.test(edge),
     ),
+    [],
+  );
+});
+
+test('the web app imports only itself, and nothing imports it', (t) => {
+  const app = importsOf('app/');
+  t.true(app.length > 5);
+  t.deepEqual(
+    app.filter((edge) => !/-> app\//.test(edge)),
+    [],
+  );
+  t.deepEqual(
+    [...graph]
+      .filter(([file]) => !file.startsWith('app/'))
+      .flatMap(([file, targets]) =>
+        targets.filter((x) => x.startsWith('app/')).map((x) => `${file} -> ${x}`),
+      ),
     [],
   );
 });

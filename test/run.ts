@@ -3,10 +3,13 @@
 // the cluster afterwards. Test files copy the template (test/helpers/database.ts), so each gets
 // a database of its own in milliseconds. Arguments go to ava: `npm test -- test/db/`.
 //
+// The web app's tests (test/browser/) drive Debian's Chromium: when it is missing, the run
+// installs it first with apt-get (test/browser/install-chromium.sh), or says how.
+//
 // The temp dir holds the cluster's superuser secret, so it goes on every way out: a failed
 // start, a failed run, SIGINT or SIGTERM. So does the cluster's home under /var/lib when, as
 // root, the postgres user could not reach the temp dir (db/embedded-staging.ts).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,6 +37,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 const unlessStopped = () => {
   if (stoppedBy) throw new Error(`stopped by ${stoppedBy}`);
 };
+
+const install = spawnSync('bash', [path.resolve('test/browser/install-chromium.sh')], {
+  stdio: 'inherit',
+});
+if (install.status !== 0) process.exit(1);
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'weld-test-'));
 let cluster: EmbeddedCluster | undefined;

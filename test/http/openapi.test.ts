@@ -100,7 +100,8 @@ test('every route the service mounts is a documented operation, and every operat
     `${method} ${path.replace(/^\/api(?=\/)/, '').replace(/:([a-z]+)/g, '{$1}')}`;
   const served = new Set(
     routes
-      .filter((r) => !r.path.startsWith('/docs') && r.path !== '/api/openapi.json')
+      // The reference page and the web app are pages, not API operations.
+      .filter((r) => !/^\/(docs|app)(\/|$)/.test(r.path) && r.path !== '/api/openapi.json')
       .filter((r) => !['/graphiql', '/ruru-static/*asset', '/openapi.json'].includes(r.path))
       .map((r) => operation(r.method, r.path)),
   );

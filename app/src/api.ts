@@ -1,0 +1,255 @@
+// The app's one way to the service: fetch on the same origin with the session cookies (cookie
+// mode: the access token is an HttpOnly cookie that script never sees), the CSRF token echoed from
+// the svc_csrf cookie on every unsafe method, RFC 9457 problems turned into ApiError, and a 401
+// answered by one silent refresh (shared by every tab) and one retry.
+//
+// What the app keeps of a session is never the token: the user's name and role (localStorage) and
+// when the token ends (IndexedDB, which every tab reads alike), so every tab schedules the same
+// refresh and a refresh by one tab is seen by all.
+
+import { inStore } from './idb.ts';
+
+export interface Problem {
+  type?: string;
+  title?: string;
+  status: number;
+  detail?: string;
+  allowed?: string[];
+  errors?: Array<{ pointer?: string; parameter?: string; detail: string }>;
+  welds?: Array<{
+    weldId: string;
+    weldNumber?: string;
+    status?: string;
+    result?: string;
+    allowed?: string[];
+  }>;
+  [key: string]: unknown;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly problem: Problem;
+  constructor(problem: Problem) {
+    super(problem.detail ?? problem.title ?? `HTTP ${problem.status}`);
+    this.status = problem.status;
+    this.problem = problem;
+  }
+}
+
+/** The network could not be reached (offline, or the service is down): not an answer. */
+export class NetworkError extends Error {}
+
+export interface User {
+  id: string;
+  userName: string;
+  displayName: string;
+  role: 'viewer' | 'inspector' | 'engineer' | 'admin';
+  tenant: { slug: string; name: string };
+}
+
+interface StoredSession {
+  user: User;
+}
+
+/** When the access token ends and when it was last refreshed, by any tab (ms since the epoch). */
+interface Clock {
+  expiresAt: number;
+  refreshedAt: number;
+}
+
+const SESSION_KEY = 'weld.session';
+const REFRESH_LOCK = 'weld.refresh';
+/** Refresh this long before the access token ends. */
+const REFRESH_AHEAD_MS = 60_000;
+
+/** The signed-in user as last known (to start offline, and to follow other tabs). */
+export function storedSession(): StoredSession | undefined {
+  try {
+    const raw = localStorage.getItem(SESSION_KEY);
+    return raw ? (JSON.parse(raw) as StoredSession) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function storeUser(user: User): void {
+  localStorage.setItem(SESSION_KEY, JSON.stringify({ user }));
+}
+
+export function forgetSession(): void {
+  localStorage.removeItem(SESSION_KEY);
+  clearTimeout(refreshTimer);
+  void inStore('session', 'readwrite', (store) => store.delete('clock')).catch(() => {});
+}
+
+const readClock = () =>
+  inStore<Clock | undefined>(
+    'session',
+    'readonly',
+    (store) => store.get('clock') as IDBRequest<Clock | undefined>,
+  );
+
+async function writeClock(expiresIn: number): Promise<Clock> {
+  const now = Date.now();
+  const clock = { expiresAt: now + expiresIn * 1000, refreshedAt: now };
+  await inStore('session', 'readwrite', (store) => store.put(clock, 'clock'));
+  return clock;
+}
+
+export function csrfToken(): string | undefined {
+  const pair = document.cookie.split('; ').find((c) => c.startsWith('svc_csrf='));
+  return pair ? decodeURIComponent(pair.slice('svc_csrf='.length)) : undefined;
+}
+
+/** Called when the session cannot be refreshed: the app shows the sign-in form. */
+let onSignedOut: () => void = () => {};
+export function whenSignedOut(callback: () => void): void {
+  onSignedOut = callback;
+}
+
+export interface Answer<T> {
+  body: T;
+  etag: string | undefined;
+  status: number;
+}
+
+interface Options {
+  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  body?: unknown;
+  ifMatch?: string;
+  /** false: a 401 is the answer (sign-in, refresh and sign-out themselves). */
+  refresh?: boolean;
+}
+
+async function send(path: string, options: Options): Promise<Response> {
+  const method = options.method ?? 'GET';
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (options.body !== undefined) headers['Content-Type'] = 'application/json';
+  if (options.ifMatch) headers['If-Match'] = options.ifMatch;
+  if (method !== 'GET') {
+    const csrf = csrfToken();
+    if (csrf) headers['X-CSRF-Token'] = csrf;
+  }
+  try {
+    return await fetch(path, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    });
+  } catch (error) {
+    throw new NetworkError(error instanceof Error ? error.message : 'network error');
+  }
+}
+
+async function problemOf(response: Response): Promise<Problem> {
+  try {
+    const body = (await response.json()) as Problem;
+    return { ...body, status: response.status };
+  } catch {
+    return { status: response.status, title: response.statusText };
+  }
+}
+
+/** A request to a documented REST path; resolves with the JSON body and the ETag. */
+export async function api<T>(path: string, options: Options = {}): Promise<Answer<T>> {
+  const startedAt = Date.now();
+  let response = await send(path, options);
+  // Without the CSRF cookie there is no session to refresh (the refresh would be refused).
+  if (response.status === 401 && options.refresh !== false && csrfToken()) {
+    if (await refreshSession(startedAt)) response = await send(path, options);
+  }
+  if (response.status === 401 && options.refresh !== false) {
+    forgetSession();
+    onSignedOut();
+  }
+  if (!response.ok) throw new ApiError(await problemOf(response));
+  const body = response.status === 204 ? (undefined as T) : ((await response.json()) as T);
+  return { body, etag: response.headers.get('ETag') ?? undefined, status: response.status };
+}
+
+interface TokenAnswer {
+  expiresIn: number;
+  user: User;
+}
+
+export async function signIn(userName: string, password: string): Promise<User> {
+  const { body } = await api<TokenAnswer>('/auth/login', {
+    method: 'POST',
+    body: { userName, password },
+    refresh: false,
+  });
+  storeUser(body.user);
+  scheduleRefresh(await writeClock(body.expiresIn));
+  return body.user;
+}
+
+export async function currentUser(): Promise<User> {
+  const { body } = await api<User>('/auth/me');
+  storeUser(body);
+  // Signed in before this page loaded: the clock says when to refresh (none known: soon).
+  scheduleRefresh((await readClock()) ?? { expiresAt: 0, refreshedAt: 0 });
+  return body;
+}
+
+export async function signOut(): Promise<void> {
+  try {
+    await api('/auth/logout', { method: 'POST', refresh: false });
+  } finally {
+    forgetSession();
+  }
+}
+
+/**
+ * One refresh at a time across every tab of this origin (the Web Locks API): the refresh token
+ * rotates on each use, and presenting the old one again (two tabs racing) would be taken for
+ * reuse. Inside the lock a tab first reads the shared clock (IndexedDB): when another tab has
+ * refreshed already (since `rejectedAt`, the time a request was refused; or, without it, so that
+ * the token is no longer due), the browser holds its new cookies and there is nothing to do.
+ * Resolves true when the session goes on.
+ */
+export async function refreshSession(rejectedAt?: number): Promise<boolean> {
+  const run = async (): Promise<Clock | undefined> => {
+    const clock = await readClock();
+    if (clock && rejectedAt !== undefined && clock.refreshedAt > rejectedAt) return clock;
+    if (clock && rejectedAt === undefined && clock.expiresAt - Date.now() > REFRESH_AHEAD_MS) {
+      return clock;
+    }
+    const response = await send('/auth/refresh', { method: 'POST' });
+    if (!response.ok) return undefined;
+    const body = (await response.json()) as TokenAnswer;
+    storeUser(body.user);
+    return writeClock(body.expiresIn);
+  };
+  try {
+    const clock = await (navigator.locks ? navigator.locks.request(REFRESH_LOCK, run) : run());
+    if (clock) scheduleRefresh(clock);
+    return clock !== undefined;
+  } catch (error) {
+    if (error instanceof NetworkError) return true; // offline: try again when back
+    throw error;
+  }
+}
+
+let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Refreshes a minute before the access token ends: every tab sets the timer, one refreshes. */
+function scheduleRefresh(clock: Clock): void {
+  clearTimeout(refreshTimer);
+  const due = Math.max(clock.expiresAt - REFRESH_AHEAD_MS - Date.now(), 1000);
+  refreshTimer = setTimeout(() => {
+    void refreshSession().then((ok) => {
+      if (!ok) {
+        forgetSession();
+        onSignedOut();
+      }
+    });
+  }, due);
+}
+
+// Another tab signed in or out: follow it.
+addEventListener('storage', (event) => {
+  if (event.key !== SESSION_KEY) return;
+  if (event.newValue === null) onSignedOut();
+  else void readClock().then((clock) => clock && scheduleRefresh(clock));
+});

@@ -1,0 +1,89 @@
+// Live updates: one Server-Sent Events stream per tab (GET /events/stream, cookie mode), from now
+// on, for the changes the screens show. Views subscribe to it; an event carries the resource as
+// its GET shows it, so a weld changed by a colleague is redrawn without a request.
+//
+// The stream lasts as long as the access token it was opened with. EventSource reconnects by
+// itself (with Last-Event-ID, so nothing is lost) when the service ends it; when the reconnect is
+// refused (the token ended before the app refreshed it) the app refreshes the session and opens
+// a new stream after the last event it saw.
+import { api } from './api.ts';
+
+export interface ChangeEvent {
+  id: string;
+  type: string;
+  subjectId: string;
+  actorId: string | null;
+  data: Record<string, unknown>;
+  change: Record<string, unknown> | null;
+}
+
+const TYPES = [
+  'weld.created',
+  'weld.updated',
+  'weld.status_changed',
+  'ndt_record.created',
+  'ndt_record.updated',
+  'inspection.created',
+  'inspection.updated',
+];
+
+type Listener = (event: ChangeEvent) => void;
+const listeners = new Set<Listener>();
+let source: EventSource | undefined;
+let lastId: string | undefined;
+let retryTimer: ReturnType<typeof setTimeout> | undefined;
+let onState: (connected: boolean) => void = () => {};
+
+export function subscribe(listener: Listener): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+/** Tells the app whether the stream is open (shown in the bar). */
+export function watchConnection(callback: (connected: boolean) => void): void {
+  onState = callback;
+}
+
+export function startLive(): void {
+  stopLive();
+  const after = lastId ?? 'now';
+  const stream = new EventSource(`/events/stream?after=${after}&types=${TYPES.join(',')}`);
+  source = stream;
+  stream.onopen = () => onState(true);
+  const deliver = (message: MessageEvent<string>) => {
+    const event = JSON.parse(message.data) as ChangeEvent;
+    lastId = event.id;
+    for (const listener of listeners) listener(event);
+  };
+  for (const type of TYPES) stream.addEventListener(type, deliver);
+  stream.addEventListener('resync', () => {
+    // Too far behind to replay: start from now; the screens read again on the next change.
+    lastId = undefined;
+  });
+  stream.onerror = () => {
+    onState(false);
+    if (stream.readyState !== EventSource.CLOSED) return; // EventSource retries by itself
+    // Refused (401 once the access token ended): a request that refreshes the session when it
+    // must (api.ts), then a new stream. Offline, the app starts one when the network returns.
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(() => {
+      if (source !== stream) return;
+      api('/auth/me').then(
+        () => source === stream && startLive(),
+        () => {},
+      );
+    }, 3000);
+  };
+}
+
+export function stopLive(): void {
+  clearTimeout(retryTimer);
+  source?.close();
+  source = undefined;
+}
+
+/** Forgets where the stream was (sign-out: the next user starts from now). */
+export function resetLive(): void {
+  stopLive();
+  lastId = undefined;
+}

@@ -1,0 +1,133 @@
+// What the app knows of the service's resources: their shapes as the REST paths answer them
+// (README, "Data paths"; /openapi.json), and the weld status rules as GET /weld-transitions gives
+// them, so only the changes open to the signed-in user are offered.
+import { api, type User } from './api.ts';
+
+export const STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
+export type Status = (typeof STATUSES)[number];
+export const WELD_TYPES = ['BW', 'SW', 'FW', 'BR', 'TW'] as const;
+export const NDT_METHODS = ['RT', 'UT', 'MT', 'PT', 'VT', 'PWHT', 'PMI', 'HT'] as const;
+export const INSPECTION_KINDS = ['fit-up', 'visual', 'dimensional', 'final'] as const;
+export type Result = 'accepted' | 'rejected';
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface Weld {
+  id: string;
+  isoId: string;
+  weldNumber: string;
+  type: string;
+  size: number;
+  schedule: string | null;
+  wallThickness: number | null;
+  material: string | null;
+  welderId: string | null;
+  wpsId: string | null;
+  weldedOn: string | null;
+  status: Status;
+  repairCycle: number;
+  version: number;
+  updatedAt: string;
+}
+
+export interface IsoProgress {
+  isoId: string;
+  isoNumber: string;
+  lineNumber: string;
+  area: string | null;
+  total: number;
+  pending: number;
+  accepted: number;
+  rejected: number;
+  repair: number;
+  voided: number;
+}
+
+export interface HistoryEntry {
+  id: number;
+  fromStatus: Status;
+  toStatus: Status;
+  reason: string | null;
+  changedBy: string | null;
+  changedAt: string;
+  cause: 'user' | 'ndt' | 'system';
+  ndtRecordId: string | null;
+}
+
+export interface NdtRecord {
+  id: string;
+  method: string;
+  reportNumber: string;
+  examinedOn: string;
+  technician: string | null;
+  result: Result;
+  welds: Array<{ weldId: string; result: Result }>;
+  filmIntervals?: Array<{
+    id: string;
+    label: string;
+    result: Result;
+    defectCodes: string[];
+    weldIds: string[];
+  }>;
+}
+
+export interface Inspection {
+  id: string;
+  kind: string;
+  inspectorName: string;
+  inspectedOn: string;
+  result: Result;
+  notes: string | null;
+  weldIds: string[];
+}
+
+export interface WeldChecks {
+  ok: boolean;
+  checks: Array<{ code: string; detail: string }>;
+}
+
+export interface Transition {
+  fromStatus: Status;
+  toStatus: Status;
+  leastRole: User['role'];
+  reasonRequired: boolean;
+  note: string | null;
+}
+
+const RANK: Record<User['role'], number> = { viewer: 0, inspector: 1, engineer: 2, admin: 3 };
+
+let rules: Promise<Transition[]> | undefined;
+
+/** The tenant's rules, read once per page load (a DBA changes them rarely). */
+export function transitionRules(): Promise<Transition[]> {
+  rules ??= api<{ items: Transition[] }>('/weld-transitions').then(
+    (answer) => answer.body.items,
+    (error: unknown) => {
+      rules = undefined;
+      throw error;
+    },
+  );
+  return rules;
+}
+
+/** The changes from `status` that `role` may make, in the rules' order. */
+export function nextSteps(all: Transition[], status: Status, role: User['role']): Transition[] {
+  return all.filter((t) => t.fromStatus === status && RANK[role] >= RANK[t.leastRole]);
+}
+
+export const today = (): string => new Date().toISOString().slice(0, 10);
+
+export function when(iso: string): string {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+/** A query string of the non-empty values, in the order given. */
+export function query(params: Record<string, string | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value) search.set(key, value);
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}

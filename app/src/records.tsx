@@ -1,0 +1,408 @@
+// Recording what was examined: an NDT result (POST /ndt-records; for RT its film intervals, each
+// mapped to the welds it shows) and an inspection (POST /inspections), both opened from a weld and
+// covering any welds of its ISO. The service applies an NDT record's results to the welds in the
+// same transaction (a rejected film moves a weld to REJECTED), or refuses the whole record (409,
+// naming each weld the rules refuse): the form shows which and why.
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError } from './api.ts';
+import {
+  INSPECTION_KINDS,
+  NDT_METHODS,
+  query,
+  today,
+  type Inspection,
+  type NdtRecord,
+  type Page,
+  type Result,
+  type Weld,
+} from './model.ts';
+import { describeError, formText, Heading, StatusBadge, type Shell } from './ui.tsx';
+
+/** The weld the form was opened from, and every weld of its ISO to choose among. */
+function useIsoWelds(weldId: string) {
+  const [weld, setWeld] = useState<Weld | undefined>();
+  const [welds, setWelds] = useState<Weld[]>([]);
+  const [error, setError] = useState<unknown>();
+  useEffect(() => {
+    (async () => {
+      const { body } = await api<Weld>(`/welds/${weldId}`);
+      setWeld(body);
+      const all: Weld[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await api<Page<Weld>>(
+          `/welds${query({ isoId: body.isoId, limit: '500', cursor })}`,
+        );
+        all.push(...page.body.items);
+        cursor = page.body.nextCursor ?? undefined;
+      } while (cursor);
+      setWelds(
+        all.sort((a, b) => a.weldNumber.localeCompare(b.weldNumber, undefined, { numeric: true })),
+      );
+    })().catch(setError);
+  }, [weldId]);
+  return { weld, welds, error };
+}
+
+/** The problem of a refused record in words, naming each weld the rules refused. */
+function refusal(error: unknown, welds: Weld[]): string {
+  if (!(error instanceof ApiError) || !error.problem.welds) return describeError(error);
+  const number = (id: string) => welds.find((w) => w.id === id)?.weldNumber ?? id;
+  return (
+    `${error.message} ` +
+    error.problem.welds
+      .map((w) => `${w.weldNumber ?? number(w.weldId)} is ${w.status} and cannot be ${w.result}`)
+      .join('; ') +
+    '.'
+  );
+}
+
+interface Interval {
+  label: string;
+  result: Result;
+  defectCodes: string;
+  weldIds: string[];
+}
+
+export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
+  const { weld, welds, error: loadError } = useIsoWelds(weldId);
+  const [method, setMethod] = useState<string>('RT');
+  const [chosen, setChosen] = useState<Record<string, Result | ''>>({ [weldId]: '' });
+  const [intervals, setIntervals] = useState<Interval[]>([
+    { label: '0-1', result: 'accepted', defectCodes: '', weldIds: [weldId] },
+  ]);
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const rt = method === 'RT';
+  const covered = welds.filter((w) => w.id in chosen);
+
+  const toggleWeld = (id: string, on: boolean) => {
+    const next = { ...chosen };
+    if (on) next[id] = '';
+    else delete next[id];
+    setChosen(next);
+    if (!on)
+      setIntervals(intervals.map((i) => ({ ...i, weldIds: i.weldIds.filter((w) => w !== id) })));
+  };
+  const setInterval_ = (at: number, change: Partial<Interval>) =>
+    setIntervals(intervals.map((i, n) => (n === at ? { ...i, ...change } : i)));
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const text = (name: string) => formText(form, name);
+    const body = {
+      method,
+      reportNumber: text('reportNumber'),
+      examinedOn: text('examinedOn'),
+      technician: text('technician'),
+      notes: text('notes'),
+      welds: Object.entries(chosen).map(([id, result]) => ({
+        weldId: id,
+        ...(result ? { result } : {}),
+      })),
+      ...(rt && {
+        filmIntervals: intervals.map((i) => ({
+          label: i.label.trim(),
+          result: i.result,
+          defectCodes: i.defectCodes.split(/[\s,]+/).filter(Boolean),
+          weldIds: i.weldIds,
+        })),
+      }),
+    };
+    setBusy(true);
+    setError('');
+    try {
+      const { body: record } = await api<NdtRecord>('/ndt-records', { method: 'POST', body });
+      shell.announce(`${record.method} report ${record.reportNumber} recorded: ${record.result}.`);
+      location.hash = `#/welds/${weldId}`;
+    } catch (e) {
+      setError(refusal(e, welds));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (loadError)
+    return (
+      <p class="notice problem" role="alert">
+        {describeError(loadError)}
+      </p>
+    );
+  if (!weld) return <p aria-busy="true">Loading…</p>;
+  return (
+    <>
+      <Heading>Record an NDT result</Heading>
+      <p>
+        From weld <a href={`#/welds/${weldId}`}>{weld.weldNumber}</a>{' '}
+        <StatusBadge status={weld.status} />
+      </p>
+      <form onSubmit={submit}>
+        <div class="filters">
+          <div class="field">
+            <label for="method">Method</label>
+            <select id="method" value={method} onChange={(e) => setMethod(e.currentTarget.value)}>
+              {NDT_METHODS.map((m) => (
+                <option key={m}>{m}</option>
+              ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for="reportNumber">Report number</label>
+            <input id="reportNumber" name="reportNumber" required maxLength={100} />
+          </div>
+          <div class="field">
+            <label for="examinedOn">Examined on</label>
+            <input id="examinedOn" name="examinedOn" type="date" required value={today()} />
+          </div>
+          <div class="field">
+            <label for="technician">Technician</label>
+            <input id="technician" name="technician" maxLength={200} />
+          </div>
+        </div>
+        <fieldset class="choices">
+          <legend>
+            Welds examined (results: {rt ? 'from the film unless given' : 'required'})
+          </legend>
+          {welds.map((w) => (
+            <label key={w.id}>
+              <input
+                type="checkbox"
+                checked={w.id in chosen}
+                onChange={(e) => toggleWeld(w.id, e.currentTarget.checked)}
+              />
+              {w.weldNumber}
+            </label>
+          ))}
+        </fieldset>
+        {covered.map((w) => (
+          <div class="field" key={w.id}>
+            <label for={`result-${w.id}`}>Result for {w.weldNumber}</label>
+            <select
+              id={`result-${w.id}`}
+              value={chosen[w.id]}
+              required={!rt}
+              onChange={(e) =>
+                setChosen({ ...chosen, [w.id]: e.currentTarget.value as Result | '' })
+              }
+            >
+              <option value="">{rt ? 'from the film' : 'choose'}</option>
+              <option value="accepted">accepted</option>
+              <option value="rejected">rejected</option>
+            </select>
+          </div>
+        ))}
+        {rt && (
+          <section aria-labelledby="film-heading">
+            <h2 id="film-heading">Film intervals</h2>
+            {intervals.map((interval, at) => (
+              <div class="interval" key={at}>
+                <div class="filters">
+                  <div class="field">
+                    <label for={`label-${at}`}>Interval</label>
+                    <input
+                      id={`label-${at}`}
+                      value={interval.label}
+                      required
+                      size={6}
+                      onInput={(e) => setInterval_(at, { label: e.currentTarget.value })}
+                    />
+                  </div>
+                  <div class="field">
+                    <label for={`film-result-${at}`}>Result</label>
+                    <select
+                      id={`film-result-${at}`}
+                      value={interval.result}
+                      onChange={(e) =>
+                        setInterval_(at, { result: e.currentTarget.value as Result })
+                      }
+                    >
+                      <option value="accepted">accepted</option>
+                      <option value="rejected">rejected</option>
+                    </select>
+                  </div>
+                  <div class="field">
+                    <label for={`defects-${at}`}>Defect codes</label>
+                    <input
+                      id={`defects-${at}`}
+                      value={interval.defectCodes}
+                      required={interval.result === 'rejected'}
+                      placeholder="PO, SI"
+                      size={10}
+                      onInput={(e) => setInterval_(at, { defectCodes: e.currentTarget.value })}
+                    />
+                  </div>
+                </div>
+                <fieldset class="choices">
+                  <legend>Welds on interval {interval.label || at + 1}</legend>
+                  {covered.map((w) => (
+                    <label key={w.id}>
+                      <input
+                        type="checkbox"
+                        checked={interval.weldIds.includes(w.id)}
+                        onChange={(e) =>
+                          setInterval_(at, {
+                            weldIds: e.currentTarget.checked
+                              ? [...interval.weldIds, w.id]
+                              : interval.weldIds.filter((id) => id !== w.id),
+                          })
+                        }
+                      />
+                      {w.weldNumber}
+                    </label>
+                  ))}
+                </fieldset>
+                <button
+                  type="button"
+                  class="secondary"
+                  onClick={() => setIntervals(intervals.filter((_, n) => n !== at))}
+                >
+                  Remove interval {interval.label}
+                </button>
+              </div>
+            ))}
+            <button
+              type="button"
+              class="secondary"
+              onClick={() =>
+                setIntervals([
+                  ...intervals,
+                  {
+                    label: `${intervals.length}-${intervals.length + 1}`,
+                    result: 'accepted',
+                    defectCodes: '',
+                    weldIds: [],
+                  },
+                ])
+              }
+            >
+              Add a film interval
+            </button>
+          </section>
+        )}
+        <div class="field">
+          <label for="notes">Notes</label>
+          <textarea id="notes" name="notes" rows={2} maxLength={2000} />
+        </div>
+        {error && (
+          <p class="notice problem" role="alert">
+            {error}
+          </p>
+        )}
+        <div class="row-actions">
+          <button type="submit" disabled={busy || covered.length === 0}>
+            {busy ? 'Recording…' : 'Record the result'}
+          </button>
+          <a href={`#/welds/${weldId}`}>Cancel</a>
+        </div>
+      </form>
+    </>
+  );
+}
+
+export function InspectionForm({ shell, weldId }: { shell: Shell; weldId: string }) {
+  const { weld, welds, error: loadError } = useIsoWelds(weldId);
+  const [chosen, setChosen] = useState<string[]>([weldId]);
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const text = (name: string) => formText(form, name);
+    setBusy(true);
+    setError('');
+    try {
+      const { body } = await api<Inspection>('/inspections', {
+        method: 'POST',
+        body: {
+          kind: text('kind'),
+          inspectedOn: text('inspectedOn'),
+          result: text('result'),
+          notes: text('notes'),
+          weldIds: chosen,
+        },
+      });
+      shell.announce(`${body.kind} inspection recorded: ${body.result}.`);
+      location.hash = `#/welds/${weldId}`;
+    } catch (e) {
+      setError(describeError(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (loadError)
+    return (
+      <p class="notice problem" role="alert">
+        {describeError(loadError)}
+      </p>
+    );
+  if (!weld) return <p aria-busy="true">Loading…</p>;
+  return (
+    <>
+      <Heading>Record an inspection</Heading>
+      <p>
+        From weld <a href={`#/welds/${weldId}`}>{weld.weldNumber}</a>{' '}
+        <StatusBadge status={weld.status} />
+      </p>
+      <form onSubmit={submit}>
+        <div class="filters">
+          <div class="field">
+            <label for="kind">Kind</label>
+            <select id="kind" name="kind">
+              {INSPECTION_KINDS.map((k) => (
+                <option key={k}>{k}</option>
+              ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for="inspectedOn">Inspected on</label>
+            <input id="inspectedOn" name="inspectedOn" type="date" required value={today()} />
+          </div>
+          <div class="field">
+            <label for="result">Result</label>
+            <select id="result" name="result">
+              <option value="accepted">accepted</option>
+              <option value="rejected">rejected</option>
+            </select>
+          </div>
+        </div>
+        <fieldset class="choices">
+          <legend>Welds inspected</legend>
+          {welds.map((w) => (
+            <label key={w.id}>
+              <input
+                type="checkbox"
+                checked={chosen.includes(w.id)}
+                onChange={(e) =>
+                  setChosen(
+                    e.currentTarget.checked
+                      ? [...chosen, w.id]
+                      : chosen.filter((id) => id !== w.id),
+                  )
+                }
+              />
+              {w.weldNumber}
+            </label>
+          ))}
+        </fieldset>
+        <div class="field">
+          <label for="inspection-notes">Notes</label>
+          <textarea id="inspection-notes" name="notes" rows={2} maxLength={2000} />
+        </div>
+        {error && (
+          <p class="notice problem" role="alert">
+            {error}
+          </p>
+        )}
+        <div class="row-actions">
+          <button type="submit" disabled={busy || chosen.length === 0}>
+            {busy ? 'Recording…' : 'Record the inspection'}
+          </button>
+          <a href={`#/welds/${weldId}`}>Cancel</a>
+        </div>
+      </form>
+    </>
+  );
+}

@@ -1,0 +1,56 @@
+// What every screen shares: the shell's services, the focused heading, the status badge and the
+// way a refused request is shown.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
+import { ApiError, NetworkError, type User } from './api.ts';
+import type { Status } from './model.ts';
+
+/** What every screen gets from the shell (main.tsx). */
+export interface Shell {
+  user: User;
+  online: boolean;
+  /** Says something to screen readers (and shows it briefly). */
+  announce: (message: string) => void;
+  /** The offline queue changed (a screen queued a change). */
+  queuedChange: () => void;
+}
+
+/** A screen's heading, focused when the screen opens so a screen reader says where it is. */
+export function Heading({ children }: { children: ComponentChildren }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => ref.current?.focus(), []);
+  return (
+    <h1 tabIndex={-1} ref={ref}>
+      {children}
+    </h1>
+  );
+}
+
+export function StatusBadge({ status }: { status: Status }) {
+  return <span class={`status ${status}`}>{status}</span>;
+}
+
+/** A form field's text, trimmed; undefined when empty. */
+export function formText(form: HTMLFormElement, name: string): string | undefined {
+  const value = new FormData(form).get(name);
+  return typeof value === 'string' && value.trim() ? value.trim() : undefined;
+}
+
+/** A failed request in words: the problem's detail and each field it names. */
+export function describeError(error: unknown): string {
+  if (error instanceof NetworkError) return 'The service cannot be reached (offline?).';
+  if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
+  const named = (error.problem.errors ?? []).map(
+    (e) => `${e.pointer ?? e.parameter ?? ''}: ${e.detail}`,
+  );
+  return named.length ? named.join('; ') : error.message;
+}
+
+export function ErrorNotice({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p class="notice problem" role="alert">
+      {describeError(error)}
+    </p>
+  );
+}

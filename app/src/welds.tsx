@@ -1,0 +1,564 @@
+// Welds: the list (GET /welds with its filters, keyset pages read on as the inspector scrolls)
+// and one weld (its fields, the status change, its history, NDT records, inspections and the code
+// rules' checks). Both follow the live stream: a weld a colleague changes is redrawn at once.
+//
+// A status change offers only what the tenant's rules let this user do from the weld's status
+// (GET /weld-transitions), sends If-Match with the ETag the weld was read with and the CSRF
+// token (api.ts), and when the weld changed meanwhile (412) shows it as it is now and asks again.
+// Without a network the change is queued (outbox.ts) with that same If-Match.
+import { Fragment } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, NetworkError } from './api.ts';
+import { isoIndex, Progress } from './isos.tsx';
+import { subscribe, type ChangeEvent } from './live.ts';
+import {
+  nextSteps,
+  query,
+  STATUSES,
+  transitionRules,
+  when,
+  WELD_TYPES,
+  type HistoryEntry,
+  type Inspection,
+  type IsoProgress,
+  type NdtRecord,
+  type Page,
+  type Status,
+  type Transition,
+  type Weld,
+  type WeldChecks,
+} from './model.ts';
+import { enqueue } from './outbox.ts';
+import { describeError, ErrorNotice, formText, Heading, StatusBadge, type Shell } from './ui.tsx';
+
+const PAGE = '50';
+const tagOf = (weld: Weld) => `"${weld.version}"`;
+
+/** The weld of a weld event, when the event carries one newer than `known`. */
+function newerWeld(event: ChangeEvent, known: Weld | undefined): Weld | undefined {
+  if (!event.type.startsWith('weld.')) return undefined;
+  const weld = event.data as unknown as Weld;
+  return !known || weld.version > known.version ? weld : undefined;
+}
+
+//------------------------------------------------------------------------------------------------
+// The list
+
+export function WeldList({ shell, params }: { shell: Shell; params: URLSearchParams }) {
+  const filters = {
+    isoId: params.get('isoId') ?? undefined,
+    status: params.get('status') ?? undefined,
+    type: params.get('type') ?? undefined,
+    weldNumber: params.get('weldNumber') ?? undefined,
+  };
+  const key = query(filters);
+  const [welds, setWelds] = useState<Weld[] | undefined>();
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const [changed, setChanged] = useState<Set<string>>(new Set());
+  const [iso, setIso] = useState<IsoProgress | undefined>();
+  const end = useRef<HTMLDivElement>(null);
+
+  const load = async (after: string | null) => {
+    setLoading(true);
+    try {
+      const { body } = await api<Page<Weld>>(
+        `/welds${query({ ...filters, limit: PAGE, cursor: after ?? undefined })}`,
+      );
+      setWelds((before) => (after ? [...(before ?? []), ...body.items] : body.items));
+      setCursor(body.nextCursor);
+      setError(undefined);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setLoading(false);
+    }
+  };
+
+  useEffect(() => {
+    setWelds(undefined);
+    void load(null);
+    if (filters.isoId) {
+      isoIndex().then(
+        (all) => setIso(all.find((i) => i.isoId === filters.isoId)),
+        () => {},
+      );
+    } else setIso(undefined);
+  }, [key]);
+
+  // Live: a listed weld that changes is redrawn and marked.
+  useEffect(
+    () =>
+      subscribe((event) => {
+        setWelds((list) => {
+          const at = list?.findIndex((w) => w.id === event.subjectId) ?? -1;
+          const weld = at >= 0 ? newerWeld(event, list![at]) : undefined;
+          if (!weld) return list;
+          if (event.actorId !== shell.user.id) {
+            shell.announce(`Weld ${weld.weldNumber} is now ${weld.status}.`);
+          }
+          setChanged((marked) => new Set(marked).add(weld.id));
+          return list!.map((w, i) => (i === at ? weld : w));
+        });
+      }),
+    [shell.user.id],
+  );
+
+  // The next page when the end of the list scrolls into view (the button does it by keyboard).
+  useEffect(() => {
+    if (!end.current || !cursor) return;
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting) && !loading) void load(cursor);
+    });
+    observer.observe(end.current);
+    return () => observer.disconnect();
+  }, [cursor, loading]);
+
+  const apply = (event: Event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const value = (name: string) => formText(form, name);
+    location.hash = `#/welds${query({
+      isoId: filters.isoId,
+      status: value('status'),
+      type: value('type'),
+      weldNumber: value('weldNumber'),
+    })}`;
+  };
+
+  return (
+    <>
+      <Heading>{iso ? `Welds on ${iso.isoNumber}` : 'Welds'}</Heading>
+      {iso && (
+        <p>
+          Line {iso.lineNumber}
+          {iso.area && `, area ${iso.area}`}: <Progress iso={iso} /> <a href="#/welds">All welds</a>
+        </p>
+      )}
+      <form class="filters" onSubmit={apply} aria-label="Filter welds">
+        <div class="field">
+          <label for="f-status">Status</label>
+          <select id="f-status" name="status" value={filters.status ?? ''}>
+            <option value="">any</option>
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="f-type">Type</label>
+          <select id="f-type" name="type" value={filters.type ?? ''}>
+            <option value="">any</option>
+            {WELD_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="f-number">Weld number</label>
+          <input id="f-number" name="weldNumber" value={filters.weldNumber ?? ''} size={10} />
+        </div>
+        <button type="submit">Filter</button>
+      </form>
+      <ErrorNotice error={error} />
+      {!welds && !error && <p aria-busy="true">Loading welds…</p>}
+      {welds && (
+        <>
+          <p class="hint" role="status">
+            {welds.length} weld{welds.length === 1 ? '' : 's'}
+            {cursor ? ' shown, more below' : ''}
+          </p>
+          <table class="cards">
+            <caption class="sr-only">Welds</caption>
+            <thead>
+              <tr>
+                <th scope="col">Weld</th>
+                <th scope="col">Status</th>
+                <th scope="col">Type</th>
+                <th scope="col">Size</th>
+                <th scope="col">Repair cycle</th>
+                <th scope="col">Welded on</th>
+              </tr>
+            </thead>
+            <tbody>
+              {welds.map((w) => (
+                <tr key={w.id} class={changed.has(w.id) ? 'changed' : undefined} data-weld={w.id}>
+                  <td data-label="Weld">
+                    <a href={`#/welds/${w.id}`}>{w.weldNumber}</a>
+                  </td>
+                  <td data-label="Status">
+                    <StatusBadge status={w.status} />
+                  </td>
+                  <td data-label="Type">{w.type}</td>
+                  <td data-label="Size">{w.size}″</td>
+                  <td data-label="Repair cycle">{w.repairCycle}</td>
+                  <td data-label="Welded on">{w.weldedOn ?? '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <div ref={end} class="row-actions">
+            {cursor && (
+              <button
+                type="button"
+                class="secondary"
+                disabled={loading}
+                onClick={() => void load(cursor)}
+              >
+                {loading ? 'Loading…' : 'Load more welds'}
+              </button>
+            )}
+          </div>
+        </>
+      )}
+    </>
+  );
+}
+
+//------------------------------------------------------------------------------------------------
+// One weld
+
+interface Related {
+  history: HistoryEntry[];
+  ndt: NdtRecord[];
+  inspections: Inspection[];
+  checks: WeldChecks | undefined;
+}
+
+export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
+  const [weld, setWeld] = useState<Weld | undefined>();
+  const [etag, setEtag] = useState<string | undefined>();
+  const [related, setRelated] = useState<Related | undefined>();
+  const [rules, setRules] = useState<Transition[]>([]);
+  const [error, setError] = useState<unknown>();
+  const [iso, setIso] = useState<IsoProgress | undefined>();
+
+  const readWeld = async () => {
+    const answer = await api<Weld>(`/welds/${id}`);
+    setWeld(answer.body);
+    setEtag(answer.etag ?? tagOf(answer.body));
+    return answer.body;
+  };
+
+  const readRelated = async () => {
+    const [history, ndt, inspections, checks] = await Promise.all([
+      api<Page<HistoryEntry>>(`/welds/${id}/history?limit=100`),
+      api<Page<NdtRecord>>(`/ndt-records${query({ weldId: id, limit: '100' })}`),
+      api<Page<Inspection>>(`/inspections${query({ weldId: id, limit: '100' })}`),
+      api<WeldChecks>(`/welds/${id}/checks`).catch(() => undefined),
+    ]);
+    setRelated({
+      history: history.body.items,
+      ndt: ndt.body.items,
+      inspections: inspections.body.items,
+      checks: checks?.body,
+    });
+  };
+
+  useEffect(() => {
+    readWeld()
+      .then((w) => isoIndex().then((all) => setIso(all.find((i) => i.isoId === w.isoId))))
+      .catch(setError);
+    readRelated().catch(() => {});
+    transitionRules().then(setRules, () => {});
+  }, [id]);
+
+  // Live: a change of this weld by anyone (an NDT result too) is shown at once.
+  useEffect(
+    () =>
+      subscribe((event) => {
+        if (event.subjectId === id) {
+          setWeld((known) => {
+            const weld = newerWeld(event, known);
+            if (!weld) return known;
+            setEtag(tagOf(weld));
+            if (event.actorId !== shell.user.id) {
+              shell.announce(
+                `Weld ${weld.weldNumber} was changed by a colleague: now ${weld.status}.`,
+              );
+            }
+            return weld;
+          });
+        }
+        const touches = event.subjectId === id || JSON.stringify(event.data).includes(id); // an NDT record or inspection covering it
+        if (touches) readRelated().catch(() => {});
+      }),
+    [id, shell.user.id],
+  );
+
+  if (error) return <ErrorNotice error={error} />;
+  if (!weld) return <p aria-busy="true">Loading the weld…</p>;
+
+  const fields: Array<[string, string | number | null]> = [
+    ['ISO', iso?.isoNumber ?? weld.isoId],
+    ['Type', weld.type],
+    ['Size (NPS)', weld.size],
+    ['Schedule', weld.schedule],
+    ['Wall thickness (in)', weld.wallThickness],
+    ['Material', weld.material],
+    ['Welded on', weld.weldedOn],
+    ['Repair cycle', weld.repairCycle],
+    ['Version', weld.version],
+    ['Last changed', when(weld.updatedAt)],
+  ];
+
+  return (
+    <>
+      <Heading>
+        Weld {weld.weldNumber} <StatusBadge status={weld.status} />
+      </Heading>
+      <p>
+        <a href={`#/welds${query({ isoId: weld.isoId })}`}>
+          All welds on {iso?.isoNumber ?? 'this ISO'}
+        </a>
+      </p>
+      <div class="detail">
+        <section aria-labelledby="fields-heading">
+          <h2 id="fields-heading">Fields</h2>
+          <dl class="fields">
+            {fields.map(([name, value]) => (
+              <Fragment key={name}>
+                <dt>{name}</dt>
+                <dd>{value ?? '—'}</dd>
+              </Fragment>
+            ))}
+          </dl>
+          <StatusChange
+            shell={shell}
+            weld={weld}
+            etag={etag ?? tagOf(weld)}
+            rules={rules}
+            changed={(w, tag) => {
+              setWeld(w);
+              setEtag(tag);
+              readRelated().catch(() => {});
+            }}
+            reread={readWeld}
+          />
+          <div class="row-actions">
+            <a href={`#/welds/${id}/ndt`}>Record an NDT result</a>
+            <a href={`#/welds/${id}/inspection`}>Record an inspection</a>
+          </div>
+        </section>
+        <section aria-labelledby="related-heading">
+          <h2 id="related-heading" class="sr-only">
+            History and records
+          </h2>
+          <RelatedRecords related={related} />
+        </section>
+      </div>
+    </>
+  );
+}
+
+function StatusChange(props: {
+  shell: Shell;
+  weld: Weld;
+  etag: string;
+  rules: Transition[];
+  changed: (weld: Weld, etag: string) => void;
+  reread: () => Promise<Weld>;
+}) {
+  const { shell, weld, etag } = props;
+  const [target, setTarget] = useState<Status | ''>('');
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [notice, setNotice] = useState<{ text: string; problem: boolean } | undefined>();
+  const steps = nextSteps(props.rules, weld.status, shell.user.role);
+  const step = steps.find((s) => s.toStatus === target);
+
+  // The weld moved (live, or reread): what was chosen may no longer be offered.
+  useEffect(() => {
+    if (target && !steps.some((s) => s.toStatus === target)) setTarget('');
+  }, [weld.version]);
+
+  const queue = async () => {
+    await enqueue({
+      weldId: weld.id,
+      weldNumber: weld.weldNumber,
+      fromStatus: weld.status,
+      status: target as Status,
+      ...(reason.trim() && { reason: reason.trim() }),
+      ifMatch: etag,
+      queuedAt: new Date().toISOString(),
+    });
+    shell.queuedChange();
+    setNotice({
+      text: `Offline: ${weld.weldNumber} → ${target} is kept and will be sent when the network returns.`,
+      problem: false,
+    });
+    shell.announce(`Saved offline: ${weld.weldNumber} to ${target}.`);
+  };
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    if (!target) return;
+    setBusy(true);
+    setNotice(undefined);
+    try {
+      if (!navigator.onLine) return await queue();
+      const answer = await api<Weld>(`/welds/${weld.id}/status`, {
+        method: 'PATCH',
+        body: { status: target, ...(reason.trim() && { reason: reason.trim() }) },
+        ifMatch: etag,
+      });
+      props.changed(answer.body, answer.etag ?? tagOf(answer.body));
+      shell.announce(`Weld ${answer.body.weldNumber} is now ${answer.body.status}.`);
+      setTarget('');
+      setReason('');
+    } catch (e) {
+      if (e instanceof NetworkError) return await queue();
+      if (e instanceof ApiError && (e.status === 412 || e.status === 409)) {
+        // Someone changed it meanwhile, or the rules say no: show the weld as it is now.
+        const now = await props.reread().catch(() => undefined);
+        const allowed = e.problem.allowed;
+        setNotice({
+          problem: true,
+          text:
+            e.status === 412
+              ? `This weld was changed while you were deciding: it is now ${now?.status ?? 'different'} ` +
+                `(version ${now?.version ?? '?'}). Your change to ${target} was not applied. Choose again.`
+              : `${e.message} ${allowed ? `Allowed from here: ${allowed.join(', ') || 'nothing'}.` : ''}`,
+        });
+        setTarget('');
+      } else {
+        setNotice({ text: describeError(e), problem: true });
+      }
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const said = notice && (
+    <p
+      class={notice.problem ? 'notice problem' : 'notice'}
+      role={notice.problem ? 'alert' : 'status'}
+    >
+      {notice.text}
+    </p>
+  );
+  if (props.rules.length && steps.length === 0) {
+    return (
+      <div class="panel">
+        {said}
+        <p class="hint">
+          {shell.user.role === 'viewer'
+            ? 'Your role (viewer) may read welds, not change their status.'
+            : `No status change from ${weld.status} is open to your role (${shell.user.role}).`}
+        </p>
+      </div>
+    );
+  }
+
+  return (
+    <form class="panel" onSubmit={submit} aria-labelledby="change-heading">
+      <h2 id="change-heading">Change the status</h2>
+      <fieldset class="choices">
+        <legend>From {weld.status} to</legend>
+        {steps.map((s) => (
+          <label key={s.toStatus}>
+            <input
+              type="radio"
+              name="status"
+              value={s.toStatus}
+              checked={target === s.toStatus}
+              onChange={() => setTarget(s.toStatus)}
+            />
+            {s.toStatus}
+            {s.reasonRequired && <span class="hint"> (reason required)</span>}
+          </label>
+        ))}
+      </fieldset>
+      {step?.note && <p class="hint">{step.note}</p>}
+      <div class="field">
+        <label for="reason">Reason{step?.reasonRequired ? ' (required)' : ' (optional)'}</label>
+        <textarea
+          id="reason"
+          rows={2}
+          maxLength={2000}
+          value={reason}
+          required={step?.reasonRequired ?? false}
+          onInput={(e) => setReason(e.currentTarget.value)}
+        />
+      </div>
+      {said}
+      <button type="submit" disabled={!target || busy}>
+        {busy ? 'Saving…' : shell.online ? 'Change status' : 'Change status (offline)'}
+      </button>
+    </form>
+  );
+}
+
+function RelatedRecords({ related }: { related: Related | undefined }) {
+  if (!related) return <p aria-busy="true">Loading history and records…</p>;
+  const { history, ndt, inspections, checks } = related;
+  return (
+    <>
+      <h2>Status history</h2>
+      {history.length === 0 ? (
+        <p class="hint">No status change yet.</p>
+      ) : (
+        <ol class="history">
+          {history.map((h) => (
+            <li key={h.id}>
+              {h.fromStatus} → <StatusBadge status={h.toStatus} /> {when(h.changedAt)}
+              {h.cause === 'ndt' ? ' (NDT result)' : h.cause === 'system' ? ' (system)' : ''}
+              {h.reason && <span class="hint">: {h.reason}</span>}
+            </li>
+          ))}
+        </ol>
+      )}
+      <h2>NDT records</h2>
+      {ndt.length === 0 ? (
+        <p class="hint">None.</p>
+      ) : (
+        <ul>
+          {ndt.map((r) => (
+            <li key={r.id}>
+              {r.method} {r.reportNumber}, {r.examinedOn}: {r.result}
+              {r.technician && ` (${r.technician})`}
+              {r.filmIntervals && r.filmIntervals.length > 0 && (
+                <span class="hint">
+                  {' '}
+                  film {r.filmIntervals.map((f) => `${f.label} ${f.result}`).join(', ')}
+                </span>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Inspections</h2>
+      {inspections.length === 0 ? (
+        <p class="hint">None.</p>
+      ) : (
+        <ul>
+          {inspections.map((i) => (
+            <li key={i.id}>
+              {i.kind}, {i.inspectedOn}: {i.result} ({i.inspectorName})
+              {i.notes && <span class="hint">: {i.notes}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Checks</h2>
+      {!checks ? (
+        <p class="hint">Not available.</p>
+      ) : checks.ok ? (
+        <p>All code checks pass.</p>
+      ) : (
+        <ul>
+          {checks.checks.map((c, i) => (
+            <li key={i}>
+              <strong>{c.code}</strong>: {c.detail}
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}

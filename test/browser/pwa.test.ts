@@ -1,0 +1,506 @@
+// The inspectors' web app (issue F12) in a real browser: Debian's Chromium driven by
+// playwright-core against the real service on a loopback origin, with a seeded project. Sign in;
+// the ISO and weld lists show the seeded data (and page); accept a weld and see its history; a
+// second browser sees it live; a stale change shows the weld as it is now; a request without the
+// CSRF header is refused; offline the shell loads and a change is queued, then applied once when
+// the network returns (and a conflicting one is shown, not applied); RT and inspection records
+// from the forms; one silent refresh at a time across tabs; sign-out clears the cookies. Every
+// main screen passes axe-core (no serious or critical violation) at phone and desktop widths, is
+// photographed into test/browser/screenshots/, and no page meets a CSP violation or script error.
+import test, { type ExecutionContext } from 'ava';
+import type pg from 'pg';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { seedTenant } from '../../db/seed/index.ts';
+import { addTenant } from '../../db/tenants.ts';
+import { addRoleUsers, login, PASSWORD } from '../helpers/auth.ts';
+import {
+  assertAccessible,
+  DESKTOP,
+  launchBrowser,
+  PHONE,
+  screenshot,
+  watchPage,
+} from '../helpers/browser.ts';
+import { migratedDatabase } from '../helpers/database.ts';
+import { ownerClient } from '../helpers/fixtures.ts';
+import { request } from '../helpers/http.ts';
+import { startServer } from '../helpers/server.ts';
+
+const SLUG = 'site';
+let browser: Browser;
+
+test.before(async () => {
+  browser = await launchBrowser();
+});
+test.after.always(async () => {
+  await browser?.close();
+});
+
+interface World {
+  origin: string;
+  port: number;
+  host: string;
+  owner: pg.Client;
+  tenantId: string;
+  /** A signed-in page of a new browser context; problems collects script errors and CSP reports. */
+  open: (role: string, options?: { viewport?: typeof DESKTOP }) => Promise<Session>;
+}
+
+interface Session {
+  context: BrowserContext;
+  page: Page;
+  problems: string[];
+}
+
+async function world(
+  t: ExecutionContext,
+  seed: { isos: number; weldsPerIso: number },
+  serverOptions: Parameters<typeof startServer>[2] = {},
+): Promise<World> {
+  const { target } = await migratedDatabase(t);
+  const { port } = await startServer(t, target, serverOptions);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const origin = `http://127.0.0.1:${port}`;
+  const tenant = await addTenant(owner, { slug: SLUG, name: 'Site project', origins: [origin] });
+  await seedTenant(owner, SLUG, { ...seed, seed: 3 });
+  await addRoleUsers(owner, SLUG);
+  const open = async (role: string, options: { viewport?: typeof DESKTOP } = {}) => {
+    const context = await browser.newContext({
+      baseURL: origin,
+      viewport: options.viewport ?? DESKTOP,
+    });
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    const problems: string[] = [];
+    watchPage(page, problems);
+    await page.goto('/app/');
+    await signIn(page, role);
+    return { context, page, problems };
+  };
+  return { origin, port, host: `127.0.0.1:${port}`, owner, tenantId: tenant.id, open };
+}
+
+async function signIn(page: Page, role: string): Promise<void> {
+  await page.getByLabel('User name').fill(role);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'ISOs' }).waitFor();
+}
+
+interface WeldRow {
+  id: string;
+  weld_number: string;
+  iso_id: string;
+  status: string;
+  version: number;
+}
+
+async function welds(w: World, where = "status = 'PENDING'"): Promise<WeldRow[]> {
+  const { rows } = await w.owner.query<WeldRow>(
+    `select id, weld_number, iso_id, status, version from weld_public.welds
+      where tenant_id = $1 and ${where} order by iso_id, weld_number`,
+    [w.tenantId],
+  );
+  return rows;
+}
+
+async function statusChanges(w: World, weldId: string): Promise<Array<{ to_status: string }>> {
+  const { rows } = await w.owner.query<{ to_status: string }>(
+    `select to_status from weld_public.weld_status_history
+      where tenant_id = $1 and weld_id = $2 and changed_at > now() - interval '10 minutes' order by id`,
+    [w.tenantId, weldId],
+  );
+  return rows;
+}
+
+/** A colleague's change over the REST API, with a bearer token. */
+async function colleagueChanges(w: World, weldId: string, status: string, reason?: string) {
+  const token = (await login(w.port, w.host, 'engineer')).json.accessToken as string;
+  const res = await request(w.port, {
+    method: 'PATCH',
+    path: `/welds/${weldId}/status`,
+    host: w.host,
+    headers: { authorization: `Bearer ${token}` },
+    body: { status, ...(reason && { reason }) },
+  });
+  if (res.status !== 200) throw new Error(`colleague's change: ${res.status} ${res.text}`);
+}
+
+async function changeStatus(page: Page, to: string, reason?: string): Promise<void> {
+  await page.getByRole('radio', { name: new RegExp(`^${to}`) }).check();
+  if (reason) await page.getByLabel(/^Reason/).fill(reason);
+  await page.getByRole('button', { name: /^Change status/ }).click();
+}
+
+const badge = (page: Page) => page.getByRole('heading', { level: 1 }).locator('.status');
+
+test.serial(
+  'an inspector signs in and sees the seeded ISOs and welds, in pages; every main screen passes axe at phone and desktop widths',
+  async (t) => {
+    const w = await world(t, { isos: 3, weldsPerIso: 40 });
+    const { rows: isos } = await w.owner.query<{
+      iso_number: string;
+      accepted: number;
+      total: number;
+    }>(
+      `select i.iso_number, c.accepted, c.total from weld_public.isos i
+         join weld_public.iso_weld_counts c on c.tenant_id = i.tenant_id and c.iso_id = i.id
+        where i.tenant_id = $1 order by i.iso_number`,
+      [w.tenantId],
+    );
+    for (const [name, viewport] of [
+      ['desktop', DESKTOP],
+      ['phone', PHONE],
+    ] as const) {
+      const context = await browser.newContext({ baseURL: w.origin, viewport });
+      t.teardown(() => context.close());
+      const page = await context.newPage();
+      const problems: string[] = [];
+      watchPage(page, problems);
+      await page.goto('/app/');
+      await page.getByLabel('User name').waitFor();
+      await assertAccessible(t, page, `sign-in, ${name}`);
+      await screenshot(page, `sign-in-${name}`);
+
+      // A wrong password is said so, and nothing else happens.
+      await page.getByLabel('User name').fill('inspector');
+      await page.getByLabel('Password').fill('not the password');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'Wrong user name or password' }).waitFor();
+      await signIn(page, 'inspector');
+
+      // The ISOs, each with its progress as the database counts it.
+      await page.getByText(`${isos.length} of ${isos.length} ISOs`).waitFor();
+      const rows = page.locator('tbody tr');
+      t.is(await rows.count(), isos.length);
+      for (const iso of isos) {
+        const row = rows.filter({ hasText: iso.iso_number });
+        t.regex(await row.innerText(), new RegExp(`${iso.accepted} accepted`));
+      }
+      await assertAccessible(t, page, `ISOs, ${name}`);
+      await screenshot(page, `isos-${name}`);
+      await page.getByLabel('Search ISOs').fill(isos[1]!.iso_number);
+      t.is(await rows.count(), 1);
+
+      // An ISO's welds: all of them, in pages of 50 read on as the list scrolls.
+      await rows.getByRole('link').click();
+      await page.getByRole('heading', { name: `Welds on ${isos[1]!.iso_number}` }).waitFor();
+      await page.getByText(`${isos[1]!.total} welds`, { exact: true }).waitFor();
+      await assertAccessible(t, page, `welds, ${name}`);
+      await screenshot(page, `welds-${name}`);
+
+      // Every weld of the project, 120 in three pages.
+      await page.getByRole('link', { name: 'All welds' }).click();
+      await page.getByText('50 welds shown, more below').waitFor();
+      await page.getByRole('button', { name: 'Load more welds' }).click();
+      await page.locator('tbody tr').nth(99).waitFor();
+      // The last page comes by scrolling to the end of the list.
+      await page.evaluate('window.scrollTo(0, document.body.scrollHeight)');
+      await page.getByText('120 welds', { exact: true }).waitFor();
+      const shown = await page
+        .locator('tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-weld')));
+      t.is(new Set(shown).size, 120, 'each weld once');
+
+      // A filter: the REJECTED welds are exactly the database's.
+      await page.getByLabel('Status').selectOption('REJECTED');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      const rejected = await welds(w, "status = 'REJECTED'");
+      await page
+        .getByText(`${rejected.length} weld${rejected.length === 1 ? '' : 's'}`, { exact: true })
+        .waitFor();
+      t.deepEqual(
+        (await page.locator('tbody tr td:first-child').allInnerTexts()).sort(),
+        rejected.map((r) => r.weld_number).sort(),
+      );
+
+      // One weld, and the NDT form.
+      const weld = (await welds(w))[0]!;
+      await page.goto(`/app/#/welds/${weld.id}`);
+      await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+      await page.getByRole('heading', { name: 'Status history' }).waitFor();
+      await assertAccessible(t, page, `weld, ${name}`);
+      await screenshot(page, `weld-${name}`);
+      await page.getByRole('link', { name: 'Record an NDT result' }).click();
+      await page.getByRole('heading', { name: 'Record an NDT result' }).waitFor();
+      await assertAccessible(t, page, `NDT form, ${name}`);
+      await screenshot(page, `ndt-${name}`);
+      t.deepEqual(problems, []);
+    }
+  },
+);
+
+test.serial(
+  'accepting a weld shows it in its history, and a colleague sees the change live in the list and the weld',
+  async (t) => {
+    const w = await world(t, { isos: 2, weldsPerIso: 6 });
+    const weld = (await welds(w))[0]!;
+    const colleague = await w.open('viewer');
+    await colleague.page.goto(`/app/#/welds?isoId=${weld.iso_id}`);
+    const row = colleague.page.locator(`tr[data-weld="${weld.id}"]`);
+    await row.getByText('PENDING').waitFor();
+    const detail = await colleague.context.newPage();
+    watchPage(detail, colleague.problems);
+    await detail.goto(`/app/#/welds/${weld.id}`);
+    await detail.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+    // A viewer is offered no change.
+    await detail.getByText('Your role (viewer) may read welds').waitFor();
+    // Both pages have their stream open before the change.
+    await colleague.page.getByText('Live', { exact: true }).waitFor();
+    await detail.getByText('Live', { exact: true }).waitFor();
+
+    const inspector = await w.open('inspector');
+    const page = inspector.page;
+    await page.goto(`/app/#/welds/${weld.id}`);
+    await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+    await changeStatus(page, 'ACCEPTED');
+    await badge(page).getByText('ACCEPTED').waitFor();
+    await page.locator('ol.history li').filter({ hasText: 'PENDING → ACCEPTED' }).waitFor();
+    t.deepEqual(await statusChanges(w, weld.id), [{ to_status: 'ACCEPTED' }]);
+
+    // The colleague's list row and weld page change without a reload.
+    await row.getByText('ACCEPTED').waitFor({ timeout: 10_000 });
+    t.is(await row.getAttribute('class'), 'changed');
+    await badge(detail).getByText('ACCEPTED').waitFor({ timeout: 10_000 });
+    await detail.locator('ol.history li').filter({ hasText: 'PENDING → ACCEPTED' }).waitFor();
+    t.deepEqual([...inspector.problems, ...colleague.problems], []);
+  },
+);
+
+test.serial(
+  'a change on a stale weld shows the weld as it is now and asks again; nothing is overwritten',
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 6 });
+    const weld = (await welds(w))[0]!;
+    const { page, problems } = await w.open('inspector');
+    // No live stream here (as on a bad connection): the page only learns of the change by the 412.
+    await page.route('**/events/stream*', (route) => route.abort());
+    await page.goto(`/app/#/welds/${weld.id}`);
+    await page.reload(); // the stream opened at sign-in goes
+    await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+    await page.getByRole('radio', { name: /^ACCEPTED/ }).waitFor();
+
+    await colleagueChanges(w, weld.id, 'REJECTED');
+    await changeStatus(page, 'ACCEPTED');
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'was changed while you were deciding: it is now REJECTED' })
+      .waitFor();
+    await badge(page).getByText('REJECTED').waitFor();
+    // Asked again with what REJECTED allows an inspector: nothing (a repair needs an engineer).
+    await page.getByText('No status change from REJECTED is open to your role').waitFor();
+    t.deepEqual(await statusChanges(w, weld.id), [{ to_status: 'REJECTED' }]);
+    t.is((await welds(w, `id = '${weld.id}'`))[0]!.status, 'REJECTED');
+    t.deepEqual(problems, []);
+  },
+);
+
+test.serial('a request from the page without the CSRF header is refused', async (t) => {
+  const w = await world(t, { isos: 1, weldsPerIso: 3 });
+  const weld = (await welds(w))[0]!;
+  const { page } = await w.open('inspector');
+  const answers = await page.evaluate(async (id) => {
+    const patch = (headers: Record<string, string>) =>
+      fetch(`/welds/${id}/status`, {
+        method: 'PATCH',
+        headers: { 'Content-Type': 'application/json', ...headers },
+        body: JSON.stringify({ status: 'ACCEPTED' }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { type: string } }));
+    return [await patch({}), await patch({ 'X-CSRF-Token': 'forged.value' })];
+  }, weld.id);
+  for (const answer of answers) {
+    t.is(answer.status, 403);
+    t.is(answer.body.type, '/problems/csrf-rejected');
+  }
+  t.is((await welds(w, `id = '${weld.id}'`))[0]!.status, 'PENDING');
+  t.deepEqual(await statusChanges(w, weld.id), []);
+});
+
+test.serial(
+  'offline: the shell loads, changes are queued, and back online each is applied once; a conflicting one is shown, not applied',
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 6 });
+    const [first, second] = await welds(w);
+    const { context, page, problems } = await w.open('inspector');
+    await page.evaluate('navigator.serviceWorker.ready.then(() => true)');
+    // Read both welds through the service worker, so they are at hand offline.
+    for (const weld of [first!, second!]) {
+      await page.goto(`/app/#/welds/${weld.id}`);
+      await page.reload();
+      await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+      await page.getByRole('radio', { name: /^ACCEPTED/ }).waitFor();
+    }
+    t.true(await page.evaluate('navigator.serviceWorker.controller !== null'));
+
+    await context.setOffline(true);
+    await page.goto(`/app/#/welds/${first!.id}`);
+    await page.reload(); // the app shell, from the service worker
+    await page.getByRole('heading', { name: `Weld ${first!.weld_number}` }).waitFor();
+    await page.getByText('Offline', { exact: true }).waitFor();
+    await changeStatus(page, 'ACCEPTED');
+    await page.getByText(`Offline: ${first!.weld_number} → ACCEPTED is kept`).waitFor();
+    await page.goto(`/app/#/welds/${second!.id}`);
+    await page.getByRole('heading', { name: `Weld ${second!.weld_number}` }).waitFor();
+    await changeStatus(page, 'ACCEPTED');
+    await page.getByText('2 status changes waiting to be sent').waitFor();
+    await screenshot(page, 'offline-desktop');
+    t.is((await welds(w, `id = '${first!.id}'`))[0]!.status, 'PENDING', 'nothing sent yet');
+
+    // Meanwhile a colleague rejects the second weld.
+    await colleagueChanges(w, second!.id, 'REJECTED');
+    await context.setOffline(false);
+    const conflict = page.getByRole('alert').filter({ hasText: 'was not applied' });
+    await conflict.waitFor({ timeout: 10_000 });
+    t.regex(
+      await conflict.innerText(),
+      new RegExp(`${second!.weld_number}.*It is now REJECTED`, 's'),
+    );
+    await page.locator('.banner.offline').waitFor({ state: 'detached' });
+
+    // Applied once; the conflicting change not at all.
+    await page.reload();
+    await page.getByRole('heading', { name: `Weld ${second!.weld_number}` }).waitFor();
+    await page.waitForTimeout(1000);
+    t.deepEqual(await statusChanges(w, first!.id), [{ to_status: 'ACCEPTED' }]);
+    t.deepEqual(await statusChanges(w, second!.id), [{ to_status: 'REJECTED' }]);
+    t.deepEqual(problems, []);
+  },
+);
+
+test.serial(
+  'an RT record with film intervals and an inspection are recorded from the forms, and the film results move the welds',
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 6 });
+    const [w1, w2] = await welds(w);
+    const { page, problems } = await w.open('inspector');
+    await page.goto(`/app/#/welds/${w1!.id}/ndt`);
+    await page.getByRole('heading', { name: 'Record an NDT result' }).waitFor();
+    await page.getByLabel('Report number').fill('RT-9001');
+    await page.getByLabel('Technician').fill('J. Doe');
+    await page
+      .getByRole('group', { name: /Welds examined/ })
+      .getByLabel(w2!.weld_number, { exact: true })
+      .check();
+    await page.getByRole('button', { name: 'Add a film interval' }).click();
+    await page.locator('#film-result-1').selectOption('rejected');
+    await page.locator('#defects-1').fill('PO, SI');
+    await page
+      .getByRole('group', { name: 'Welds on interval 1-2' })
+      .getByLabel(w2!.weld_number, { exact: true })
+      .check();
+    await page.getByRole('button', { name: 'Record the result' }).click();
+    await page.getByRole('heading', { name: `Weld ${w1!.weld_number}` }).waitFor();
+    await page.getByText(/RT RT-9001, .*: rejected/).waitFor();
+
+    const { rows } = await w.owner.query<{ weld_number: string; status: string; cause: string }>(
+      `select w.weld_number, w.status, h.cause from weld_public.welds w
+         join weld_public.weld_status_history h on h.tenant_id = w.tenant_id and h.weld_id = w.id
+        where w.id = any($1) and h.changed_at > now() - interval '10 minutes' order by w.weld_number`,
+      [[w1!.id, w2!.id]],
+    );
+    t.deepEqual(rows, [
+      { weld_number: w1!.weld_number, status: 'ACCEPTED', cause: 'ndt' },
+      { weld_number: w2!.weld_number, status: 'REJECTED', cause: 'ndt' },
+    ]);
+    const { rows: film } = await w.owner.query<{
+      label: string;
+      result: string;
+      defect_codes: string[];
+    }>(
+      `select f.label, f.result, f.defect_codes from weld_public.film_intervals f
+         join weld_public.ndt_records r on r.tenant_id = f.tenant_id and r.id = f.ndt_record_id
+        where r.tenant_id = $1 and r.report_number = 'RT-9001' order by f.label`,
+      [w.tenantId],
+    );
+    t.deepEqual(
+      film.map((f) => [f.label, f.result, f.defect_codes]),
+      [
+        ['0-1', 'accepted', []],
+        ['1-2', 'rejected', ['PO', 'SI']],
+      ],
+    );
+
+    // The rules refuse a record for a rejected weld: the form names it and nothing is written.
+    await page.goto(`/app/#/welds/${w2!.id}/ndt`);
+    await page.getByRole('heading', { name: 'Record an NDT result' }).waitFor();
+    await page.getByLabel('Method').selectOption('UT');
+    await page.getByLabel('Report number').fill('UT-1');
+    await page.getByLabel(`Result for ${w2!.weld_number}`).selectOption('accepted');
+    await page.getByRole('button', { name: 'Record the result' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: `${w2!.weld_number} is REJECTED and cannot be accepted` })
+      .waitFor();
+
+    await page.goto(`/app/#/welds/${w1!.id}/inspection`);
+    await page.getByRole('heading', { name: 'Record an inspection' }).waitFor();
+    await page.getByLabel('Kind').selectOption('visual');
+    await page.getByLabel('Notes').fill('cap profile fine');
+    await page.getByRole('button', { name: 'Record the inspection' }).click();
+    await page.getByText(/visual, .*: accepted \(inspector of|visual, .*: accepted/).waitFor();
+    const { rows: inspections } = await w.owner.query<{ kind: string; notes: string }>(
+      'select kind, notes from weld_public.inspections where tenant_id = $1 and notes is not null',
+      [w.tenantId],
+    );
+    t.deepEqual(
+      inspections.filter((i) => i.notes === 'cap profile fine').map((i) => i.kind),
+      ['visual'],
+    );
+    t.deepEqual(problems, []);
+  },
+);
+
+test.serial(
+  'two tabs keep one session alive: one silent refresh at a time, never a reuse',
+  async (t) => {
+    // A 62-second token: each tab plans its refresh a minute before the end, two seconds on.
+    const w = await world(t, { isos: 1, weldsPerIso: 2 }, { accessTokenTtl: 62 });
+    const { context, page, problems } = await w.open('inspector');
+    const second = await context.newPage();
+    watchPage(second, problems);
+    await second.goto('/app/');
+    await second.getByRole('heading', { name: 'ISOs' }).waitFor();
+    const refreshes: number[] = [];
+    context.on('request', (r) => {
+      if (new URL(r.url()).pathname === '/auth/refresh') refreshes.push(Date.now());
+    });
+    await page.waitForTimeout(9000);
+    t.true(refreshes.length >= 2, `refreshed ${refreshes.length} times`);
+    const gaps = refreshes.slice(1).map((at, i) => at - refreshes[i]!);
+    t.true(
+      gaps.every((gap) => gap > 1000),
+      `refreshes ${gaps.join(', ')} ms apart`,
+    );
+    // Both tabs still signed in: no refresh token was presented twice.
+    for (const p of [page, second]) {
+      t.is(await p.evaluate(() => fetch('/auth/me').then((r) => r.status)), 200);
+    }
+    t.deepEqual(problems, []);
+  },
+);
+
+test.serial('signing out clears the session cookies and ends the session', async (t) => {
+  const w = await world(t, { isos: 1, weldsPerIso: 2 });
+  const { context, page, problems } = await w.open('inspector');
+  const names = async () =>
+    (await context.cookies())
+      .map((c) => c.name)
+      .filter((n) => n.startsWith('svc_'))
+      .sort();
+  t.deepEqual(await names(), ['svc_at', 'svc_csrf', 'svc_rt']);
+  const refreshToken = (await context.cookies()).find((c) => c.name === 'svc_rt')!.value;
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('heading', { name: 'Sign in to Weld Data' }).waitFor();
+  t.deepEqual(await names(), []);
+  t.is(await page.evaluate(() => localStorage.getItem('weld.session')), null);
+  // The refresh token the browser held is revoked, not only forgotten.
+  const res = await request(w.port, {
+    method: 'POST',
+    path: '/auth/refresh',
+    host: w.host,
+    body: { refreshToken },
+  });
+  t.is(res.status, 401);
+  t.deepEqual(problems, []);
+});
