@@ -44,6 +44,12 @@ import {
 export const LoginBody = z.strictObject({
   userName: z.string().min(1).max(100),
   password: z.string().min(1).max(1024),
+  cookieOnly: z
+    .boolean()
+    .optional()
+    .describe(
+      'true: a browser app in cookie mode; the tokens go only into the HttpOnly cookies, not into the body, so no script can read them',
+    ),
 });
 
 /** Refresh and logout: bearer clients send the token; browsers send nothing and rely on svc_rt. */
@@ -58,8 +64,14 @@ export const UserJson = z.object({
 });
 
 export const TokenResponse = z.object({
-  accessToken: z.string(),
-  refreshToken: z.string(),
+  accessToken: z
+    .string()
+    .optional()
+    .describe('absent in cookie mode (a cookie refresh, or a login with cookieOnly)'),
+  refreshToken: z
+    .string()
+    .optional()
+    .describe('absent in cookie mode (a cookie refresh, or a login with cookieOnly)'),
   tokenType: z.literal('Bearer'),
   expiresIn: z.number().int().describe('seconds until the access token expires'),
   user: UserJson,
@@ -152,11 +164,16 @@ export function authRoutes(deps: AuthDeps): Route[] {
     return row.rows[0];
   }
 
-  /** Issues the access token and cookies of a session and answers with the token body. */
+  /**
+   * Issues the access token and cookies of a session and answers with the token body. In cookie
+   * mode (`cookieOnly`) the body leaves the tokens out: the HttpOnly cookies are then the only
+   * place they are, and a script on the page (an injected one included) cannot take them away.
+   */
   async function respondWithSession(
     req: Request,
     res: Response,
     session: { userId: string; sessionId: string; refreshToken: string },
+    cookieOnly: boolean,
   ): Promise<void> {
     const user = await userJson(req, session.userId);
     if (!user) throw problems.invalidRefreshToken();
@@ -176,8 +193,7 @@ export function authRoutes(deps: AuthDeps): Route[] {
     res.setHeader('Cache-Control', 'no-store');
     res.json(
       TokenResponse.parse({
-        accessToken,
-        refreshToken: session.refreshToken,
+        ...(!cookieOnly && { accessToken, refreshToken: session.refreshToken }),
         tokenType: 'Bearer',
         expiresIn: deps.accessTokenTtl,
         user,
@@ -201,7 +217,7 @@ export function authRoutes(deps: AuthDeps): Route[] {
       handler: async (req, res) => {
         // A page of another site may not sign a browser in here (login CSRF).
         refuseCrossSite(req);
-        const { userName, password } = LoginBody.parse(req.body ?? {});
+        const { userName, password, cookieOnly } = LoginBody.parse(req.body ?? {});
         const address = throttledAddress(req.ip);
         const begin = await call<{
           retry_after: number | null;
@@ -224,7 +240,12 @@ export function authRoutes(deps: AuthDeps): Route[] {
           tokenHash(refreshToken),
           `${deps.refreshTokenTtl} seconds`,
         ]);
-        await respondWithSession(req, res, { userId: begin.user_id, sessionId, refreshToken });
+        await respondWithSession(
+          req,
+          res,
+          { userId: begin.user_id, sessionId, refreshToken },
+          cookieOnly === true,
+        );
       },
     },
     {
@@ -257,7 +278,13 @@ export function authRoutes(deps: AuthDeps): Route[] {
         }
         const refreshToken =
           row.outcome === 'rotated' ? successor : openSuccessor(token, row.successor_box!);
-        await respondWithSession(req, res, { userId: row.user_id!, sessionId, refreshToken });
+        // A refresh by cookie is cookie mode: the new tokens go into the cookies only.
+        await respondWithSession(
+          req,
+          res,
+          { userId: row.user_id!, sessionId, refreshToken },
+          viaCookie,
+        );
       },
     },
     {

@@ -51,15 +51,15 @@ interface StoredSession {
   user: User;
 }
 
-/** When the access token ends and when it was last refreshed, by any tab (ms since the epoch). */
+/** When the access token is due for a refresh and when it was last refreshed, by any tab (ms). */
 interface Clock {
-  expiresAt: number;
+  refreshAt: number;
   refreshedAt: number;
 }
 
 const SESSION_KEY = 'weld.session';
 const REFRESH_LOCK = 'weld.refresh';
-/** Refresh this long before the access token ends. */
+/** Refresh this long before the access token ends (at half its life when that is shorter). */
 const REFRESH_AHEAD_MS = 60_000;
 
 /** The signed-in user as last known (to start offline, and to follow other tabs). */
@@ -91,7 +91,8 @@ const readClock = () =>
 
 async function writeClock(expiresIn: number): Promise<Clock> {
   const now = Date.now();
-  const clock = { expiresAt: now + expiresIn * 1000, refreshedAt: now };
+  const life = expiresIn * 1000;
+  const clock = { refreshAt: now + life - Math.min(REFRESH_AHEAD_MS, life / 2), refreshedAt: now };
   await inStore('session', 'readwrite', (store) => store.put(clock, 'clock'));
   return clock;
 }
@@ -176,7 +177,8 @@ interface TokenAnswer {
 export async function signIn(userName: string, password: string): Promise<User> {
   const { body } = await api<TokenAnswer>('/auth/login', {
     method: 'POST',
-    body: { userName, password },
+    // Cookie mode: the tokens stay in the HttpOnly cookies, out of this script's reach.
+    body: { userName, password, cookieOnly: true },
     refresh: false,
   });
   storeUser(body.user);
@@ -188,16 +190,22 @@ export async function currentUser(): Promise<User> {
   const { body } = await api<User>('/auth/me');
   storeUser(body);
   // Signed in before this page loaded: the clock says when to refresh (none known: soon).
-  scheduleRefresh((await readClock()) ?? { expiresAt: 0, refreshedAt: 0 });
+  scheduleRefresh((await readClock()) ?? { refreshAt: 0, refreshedAt: 0 });
   return body;
 }
 
+/**
+ * Ends the session on the service (which clears the cookies). Without a network this throws
+ * NetworkError and nothing changes: showing a signed-out app while the cookies and the session
+ * live on would only look safe.
+ */
 export async function signOut(): Promise<void> {
   try {
     await api('/auth/logout', { method: 'POST', refresh: false });
-  } finally {
-    forgetSession();
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error; // not reached: the session goes on
   }
+  forgetSession();
 }
 
 /**
@@ -212,9 +220,7 @@ export async function refreshSession(rejectedAt?: number): Promise<boolean> {
   const run = async (): Promise<Clock | undefined> => {
     const clock = await readClock();
     if (clock && rejectedAt !== undefined && clock.refreshedAt > rejectedAt) return clock;
-    if (clock && rejectedAt === undefined && clock.expiresAt - Date.now() > REFRESH_AHEAD_MS) {
-      return clock;
-    }
+    if (clock && rejectedAt === undefined && clock.refreshAt > Date.now()) return clock;
     const response = await send('/auth/refresh', { method: 'POST' });
     if (!response.ok) return undefined;
     const body = (await response.json()) as TokenAnswer;
@@ -233,10 +239,10 @@ export async function refreshSession(rejectedAt?: number): Promise<boolean> {
 
 let refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
-/** Refreshes a minute before the access token ends: every tab sets the timer, one refreshes. */
+/** Refreshes when the clock says: every tab sets the timer, one refreshes. */
 function scheduleRefresh(clock: Clock): void {
   clearTimeout(refreshTimer);
-  const due = Math.max(clock.expiresAt - REFRESH_AHEAD_MS - Date.now(), 1000);
+  const due = Math.max(clock.refreshAt - Date.now(), 1000);
   refreshTimer = setTimeout(() => {
     void refreshSession().then((ok) => {
       if (!ok) {

@@ -56,8 +56,12 @@ export function IsoList({ shell }: { shell: Shell }) {
   const [search, setSearch] = useState('');
   const [shown, setShown] = useState(SHOWN);
 
+  useEffect(
+    () => void isoIndex(true).then(setIsos, (e: Error) => setError(e.message)),
+    [shell.revision],
+  );
+
   useEffect(() => {
-    isoIndex(true).then(setIsos, (e: Error) => setError(e.message));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const unsubscribe = subscribe((event) => {
       if (!event.type.startsWith('weld.') || timer) return;
@@ -135,6 +139,7 @@ export function IsoList({ shell }: { shell: Shell }) {
               ))}
             </tbody>
           </table>
+          {matches.length === 0 && <p>No ISO matches “{search}”.</p>}
           {matches.length > shown && (
             <div class="row-actions">
               <button type="button" class="secondary" onClick={() => setShown(shown + SHOWN)}>

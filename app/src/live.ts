@@ -30,6 +30,7 @@ const TYPES = [
 type Listener = (event: ChangeEvent) => void;
 const listeners = new Set<Listener>();
 let source: EventSource | undefined;
+let pending: symbol | undefined;
 let lastId: string | undefined;
 let retryTimer: ReturnType<typeof setTimeout> | undefined;
 let onState: (connected: boolean) => void = () => {};
@@ -44,10 +45,25 @@ export function watchConnection(callback: (connected: boolean) => void): void {
   onState = callback;
 }
 
-export function startLive(): void {
+/**
+ * Opens the stream after the last event seen. The first time, that is the newest event now
+ * (GET /events?after=now answers its id), so a stream that breaks (offline, a closed laptop)
+ * resumes from there and replays what colleagues did meanwhile.
+ */
+export async function startLive(): Promise<void> {
   stopLive();
-  const after = lastId ?? 'now';
-  const stream = new EventSource(`/events/stream?after=${after}&types=${TYPES.join(',')}`);
+  const opening = Symbol('opening');
+  pending = opening;
+  if (lastId === undefined) {
+    try {
+      const { body } = await api<{ nextCursor: string }>('/events?after=now&limit=1');
+      lastId ??= body.nextCursor;
+    } catch {
+      return; // offline or signed out: the app starts the stream again when it can
+    }
+  }
+  if (pending !== opening) return; // stopped, or started again, meanwhile
+  const stream = new EventSource(`/events/stream?after=${lastId}&types=${TYPES.join(',')}`);
   source = stream;
   stream.onopen = () => onState(true);
   const deliver = (message: MessageEvent<string>) => {
@@ -69,7 +85,7 @@ export function startLive(): void {
     retryTimer = setTimeout(() => {
       if (source !== stream) return;
       api('/auth/me').then(
-        () => source === stream && startLive(),
+        () => source === stream && void startLive(),
         () => {},
       );
     }, 3000);
@@ -77,6 +93,7 @@ export function startLive(): void {
 }
 
 export function stopLive(): void {
+  pending = undefined;
   clearTimeout(retryTimer);
   source?.close();
   source = undefined;

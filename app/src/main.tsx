@@ -8,7 +8,7 @@
 //   #/welds/<id>/ndt          record an NDT result (records.tsx)
 //   #/welds/<id>/inspection   record an inspection (records.tsx)
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import {
   ApiError,
   csrfToken,
@@ -18,6 +18,7 @@ import {
   signOut,
   storedSession,
   whenSignedOut,
+  type Problem,
   type User,
 } from './api.ts';
 import { resetLive, startLive, stopLive, watchConnection } from './live.ts';
@@ -31,7 +32,7 @@ import {
   type QueuedChange,
 } from './outbox.ts';
 import { InspectionForm, NdtForm } from './records.tsx';
-import { formText, Heading, type Shell } from './ui.tsx';
+import { formText, Heading, sentence, type Shell } from './ui.tsx';
 import { WeldDetail, WeldList } from './welds.tsx';
 
 type Route =
@@ -39,11 +40,14 @@ type Route =
   | { screen: 'welds'; params: URLSearchParams }
   | { screen: 'weld' | 'ndt' | 'inspection'; id: string };
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 function parseRoute(hash: string): Route {
   const [path = '', search = ''] = hash.replace(/^#/, '').split('?');
   const parts = path.split('/').filter(Boolean);
-  if (parts[0] === 'welds' && parts[1]) {
-    const id = decodeURIComponent(parts[1]);
+  // Only an id goes into a request path: a link cannot steer the app's requests elsewhere.
+  if (parts[0] === 'welds' && parts[1] && UUID.test(parts[1])) {
+    const id = parts[1];
     if (parts[2] === 'ndt') return { screen: 'ndt', id };
     if (parts[2] === 'inspection') return { screen: 'inspection', id };
     return { screen: 'weld', id };
@@ -132,6 +136,16 @@ function OfflineQueue({ changes, online }: { changes: QueuedChange[]; online: bo
   );
 }
 
+/** Why a queued change was refused, in the inspector's words (the problem's detail is for APIs). */
+function whyNotApplied(problem: Problem): string {
+  if (problem.status === 412) return 'Someone changed the weld while you were offline.';
+  if (problem.status === 409)
+    return `The rules allow from there: ${problem.allowed?.join(', ') || 'nothing'}.`;
+  if (problem.status === 403) return 'Your role may not make this change.';
+  if (problem.status === 422) return sentence(problem.detail ?? 'The change was refused.');
+  return sentence(problem.detail ?? `The service answered ${problem.status}.`);
+}
+
 function Conflicts({ conflicts, dismiss }: { conflicts: Conflict[]; dismiss: () => void }) {
   if (conflicts.length === 0) return null;
   return (
@@ -144,8 +158,8 @@ function Conflicts({ conflicts, dismiss }: { conflicts: Conflict[]; dismiss: () 
           <li key={change.key}>
             <a href={`#/welds/${change.weldId}`}>{change.weldNumber}</a>: your change{' '}
             {change.fromStatus} → {change.status} (made offline) was not applied.{' '}
-            {current ? `It is now ${current.status}, version ${current.version}. ` : ''}
-            {problem.detail}
+            {current ? `It is now ${current.status}. ` : ''}
+            {whyNotApplied(problem)}
           </li>
         ))}
       </ul>
@@ -154,6 +168,26 @@ function Conflicts({ conflicts, dismiss }: { conflicts: Conflict[]; dismiss: () 
       </button>
     </div>
   );
+}
+
+/** Whose data this browser holds (the offline queue, the service worker's copies). */
+const OWNER_KEY = 'weld.owner';
+
+/**
+ * A user signs in or comes back: what another user left on this device (a session that ended
+ * without signing out) is discarded before anything is shown or sent, so no change queued by one
+ * user is ever sent in another's name, and no one reads another's copies offline.
+ */
+async function adoptLocalData(user: User): Promise<void> {
+  const owner = localStorage.getItem(OWNER_KEY);
+  if (owner !== null && owner !== user.id) await discardLocalData();
+  localStorage.setItem(OWNER_KEY, user.id);
+}
+
+async function discardLocalData(): Promise<void> {
+  await clearOutbox().catch(() => {});
+  await caches?.delete('weld-data').catch(() => false);
+  localStorage.removeItem(OWNER_KEY);
 }
 
 // The fragment routes the app, so the skip link moves the focus itself.
@@ -169,14 +203,19 @@ function App() {
   const [live, setLive] = useState(false);
   const [outbox, setOutbox] = useState<QueuedChange[]>([]);
   const [conflicts, setConflicts] = useState<Conflict[]>([]);
-  const [message, setMessage] = useState('');
+  const [revision, setRevision] = useState(0);
+  const cameBack = useRef(false);
+  // What was last said, and the screen (URL fragment) it belongs to.
+  const [message, setMessage] = useState({ text: '', at: '' });
   const route = useRoute();
 
-  const announce = (text: string) => setMessage(text);
+  const announce = (text: string, at = location.hash) => setMessage({ text, at });
   const readOutbox = () => void queued().then(setOutbox, () => setOutbox([]));
 
-  const flush = async () => {
-    const { applied, conflicts: found } = await flushOutbox();
+  const enter = (signedIn: User) => void adoptLocalData(signedIn).then(() => setUser(signedIn));
+
+  const flush = async (userId: string) => {
+    const { applied, conflicts: found } = await flushOutbox(userId);
     if (applied.length) {
       announce(
         `${applied.length} change${applied.length === 1 ? '' : 's'} made offline applied: ` +
@@ -196,13 +235,16 @@ function App() {
     // Never signed in on this browser: the sign-in form, without asking the service first.
     if (!storedSession() && !csrfToken()) setUser(null);
     else
-      currentUser().then(setUser, (error: unknown) => {
+      currentUser().then(enter, (error: unknown) => {
         // Offline: the shell came from the service worker; go on as the user last known.
         setUser(error instanceof NetworkError ? (storedSession()?.user ?? null) : null);
       });
     readOutbox();
     const unwatch = watchOutbox(readOutbox);
-    const goOnline = () => setOnline(true);
+    const goOnline = () => {
+      cameBack.current = true;
+      setOnline(true);
+    };
     const goOffline = () => setOnline(false);
     addEventListener('online', goOnline);
     addEventListener('offline', goOffline);
@@ -216,37 +258,48 @@ function App() {
     };
   }, []);
 
-  // Signed in and online: the live stream runs, and the queue is sent.
+  // Signed in and online: the live stream runs, and the queue is sent. Back online, the screens
+  // then read their data again: what they show came from before (or from the offline copies).
   useEffect(() => {
     if (!user || !online) return;
-    startLive();
-    void flush();
+    void startLive();
+    void flush(user.id).then(() => {
+      if (cameBack.current) setRevision((n) => n + 1);
+      cameBack.current = false;
+    });
     return stopLive;
   }, [user?.id, online]);
 
   useEffect(() => {
-    if (!message) return;
-    const timer = setTimeout(() => setMessage(''), 8000);
+    if (!message.text) return;
+    const timer = setTimeout(() => setMessage({ text: '', at: '' }), 8000);
     return () => clearTimeout(timer);
   }, [message]);
+  // A notice belongs to the screen it was said on.
+  const said = message.at === location.hash ? message.text : '';
 
   if (user === undefined) return <main id="main" aria-busy="true" />;
-  if (user === null) return <SignIn onSignedIn={setUser} />;
+  if (user === null) return <SignIn onSignedIn={enter} />;
 
   const leave = async () => {
     const waiting = outbox.length;
     if (waiting && !confirm(`${waiting} change(s) not yet sent will be discarded. Sign out?`))
       return;
+    try {
+      await signOut();
+    } catch {
+      // Offline: the session (and its cookies) would outlive a sign-out that only looked done.
+      announce('Signing out needs the network: you are still signed in. Try again when online.');
+      return;
+    }
     resetLive();
-    await clearOutbox().catch(() => {});
-    await signOut().catch(() => {});
-    // What this user saw stays on no shared device: the service worker's copies of the data go.
-    await caches?.delete('weld-data').catch(() => false);
+    // What this user saw stays on no shared device: the queue and the cached copies go.
+    await discardLocalData();
     setConflicts([]);
     setUser(null);
   };
 
-  const shell: Shell = { user, online, announce, queuedChange: readOutbox };
+  const shell: Shell = { user, online, revision, announce, queuedChange: readOutbox };
   const at = route.screen;
   return (
     <>
@@ -277,11 +330,11 @@ function App() {
       <OfflineQueue changes={outbox} online={online} />
       <Conflicts conflicts={conflicts} dismiss={() => setConflicts([])} />
       <p class="sr-only" role="status" aria-live="polite">
-        {message}
+        {said}
       </p>
-      {message && (
+      {said && (
         <p class="notice" aria-hidden="true">
-          {message}
+          {said}
         </p>
       )}
       <main id="main" tabIndex={-1}>

@@ -10,6 +10,8 @@ import type { Status, Weld } from './model.ts';
 
 export interface QueuedChange {
   key?: number;
+  /** Who made it: only that user's session sends it (main.tsx discards another user's). */
+  userId: string;
   weldId: string;
   weldNumber: string;
   fromStatus: Status;
@@ -63,14 +65,17 @@ async function remove(key: number): Promise<void> {
 }
 
 /**
- * Sends the queue, oldest first. Stops at the first network failure (the rest waits for the
- * next chance). Returns the changes applied and the conflicts met.
+ * Sends the user's queued changes, oldest first. Stops at the first network failure (the rest
+ * waits for the next chance). Returns the changes applied and the conflicts met.
  */
-export async function flushOutbox(): Promise<{ applied: Weld[]; conflicts: Conflict[] }> {
+export async function flushOutbox(
+  userId: string,
+): Promise<{ applied: Weld[]; conflicts: Conflict[] }> {
   const applied: Weld[] = [];
   const conflicts: Conflict[] = [];
   const run = async () => {
     for (const change of await queued()) {
+      if (change.userId !== userId) continue;
       try {
         const { body } = await api<Weld>(`/welds/${change.weldId}/status`, {
           method: 'PATCH',

@@ -16,7 +16,7 @@ import {
   type Result,
   type Weld,
 } from './model.ts';
-import { describeError, formText, Heading, StatusBadge, type Shell } from './ui.tsx';
+import { describeError, formText, Heading, sentence, StatusBadge, type Shell } from './ui.tsx';
 
 /** The weld the form was opened from, and every weld of its ISO to choose among. */
 function useIsoWelds(weldId: string) {
@@ -49,7 +49,7 @@ function refusal(error: unknown, welds: Weld[]): string {
   if (!(error instanceof ApiError) || !error.problem.welds) return describeError(error);
   const number = (id: string) => welds.find((w) => w.id === id)?.weldNumber ?? id;
   return (
-    `${error.message} ` +
+    `${sentence(error.message)} ` +
     error.problem.welds
       .map((w) => `${w.weldNumber ?? number(w.weldId)} is ${w.status} and cannot be ${w.result}`)
       .join('; ') +
@@ -110,11 +110,19 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
         })),
       }),
     };
+    const bare = rt ? intervals.find((i) => i.weldIds.length === 0) : undefined;
+    if (bare) {
+      setError(`Film interval ${bare.label || '(no label)'}: tick the welds it shows.`);
+      return;
+    }
     setBusy(true);
     setError('');
     try {
       const { body: record } = await api<NdtRecord>('/ndt-records', { method: 'POST', body });
-      shell.announce(`${record.method} report ${record.reportNumber} recorded: ${record.result}.`);
+      shell.announce(
+        `${record.method} report ${record.reportNumber} recorded: ${record.result}.`,
+        `#/welds/${weldId}`,
+      );
       location.hash = `#/welds/${weldId}`;
     } catch (e) {
       setError(refusal(e, welds));
@@ -323,7 +331,7 @@ export function InspectionForm({ shell, weldId }: { shell: Shell; weldId: string
           weldIds: chosen,
         },
       });
-      shell.announce(`${body.kind} inspection recorded: ${body.result}.`);
+      shell.announce(`${body.kind} inspection recorded: ${body.result}.`, `#/welds/${weldId}`);
       location.hash = `#/welds/${weldId}`;
     } catch (e) {
       setError(describeError(e));

@@ -9,8 +9,13 @@ import type { Status } from './model.ts';
 export interface Shell {
   user: User;
   online: boolean;
-  /** Says something to screen readers (and shows it briefly). */
-  announce: (message: string) => void;
+  /**
+   * Says something to screen readers and shows it briefly, on the screen `at` (a URL fragment;
+   * default: this one), so a form can say what it did on the screen it goes back to.
+   */
+  announce: (message: string, at?: string) => void;
+  /** Goes up when the screens should read their data again (back online, the queue sent). */
+  revision: number;
   /** The offline queue changed (a screen queued a change). */
   queuedChange: () => void;
 }
@@ -36,6 +41,11 @@ export function formText(form: HTMLFormElement, name: string): string | undefine
   return typeof value === 'string' && value.trim() ? value.trim() : undefined;
 }
 
+/** The text with a capital first letter (problem details start in lower case). */
+export function sentence(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 /** A failed request in words: the problem's detail and each field it names. */
 export function describeError(error: unknown): string {
   if (error instanceof NetworkError) return 'The service cannot be reached (offline?).';
@@ -43,7 +53,7 @@ export function describeError(error: unknown): string {
   const named = (error.problem.errors ?? []).map(
     (e) => `${e.pointer ?? e.parameter ?? ''}: ${e.detail}`,
   );
-  return named.length ? named.join('; ') : error.message;
+  return sentence(named.length ? named.join('; ') : error.message);
 }
 
 export function ErrorNotice({ error }: { error: unknown }) {

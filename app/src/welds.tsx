@@ -32,6 +32,10 @@ import { enqueue } from './outbox.ts';
 import { describeError, ErrorNotice, formText, Heading, StatusBadge, type Shell } from './ui.tsx';
 
 const PAGE = '50';
+/** An ISO's welds come in one page (nearly always), shown in weld number order. */
+const ISO_PAGE = '500';
+const byWeldNumber = (a: Weld, b: Weld) =>
+  a.weldNumber.localeCompare(b.weldNumber, undefined, { numeric: true });
 const tagOf = (weld: Weld) => `"${weld.version}"`;
 
 /** The weld of a weld event, when the event carries one newer than `known`. */
@@ -57,16 +61,27 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<unknown>();
   const [changed, setChanged] = useState<Set<string>>(new Set());
-  const [iso, setIso] = useState<IsoProgress | undefined>();
+  const [isos, setIsos] = useState<Map<string, IsoProgress>>(new Map());
+  const iso = filters.isoId ? isos.get(filters.isoId) : undefined;
   const end = useRef<HTMLDivElement>(null);
+  const readIsos = (fresh: boolean) =>
+    isoIndex(fresh).then(
+      (all) => setIsos(new Map(all.map((i) => [i.isoId, i]))),
+      () => {},
+    );
 
   const load = async (after: string | null) => {
     setLoading(true);
     try {
+      const limit = filters.isoId ? ISO_PAGE : PAGE;
       const { body } = await api<Page<Weld>>(
-        `/welds${query({ ...filters, limit: PAGE, cursor: after ?? undefined })}`,
+        `/welds${query({ ...filters, limit, cursor: after ?? undefined })}`,
       );
-      setWelds((before) => (after ? [...(before ?? []), ...body.items] : body.items));
+      setWelds((before) => {
+        const all = after ? [...(before ?? []), ...body.items] : body.items;
+        // The API's pages are in a stable order of their own; a whole ISO reads better by number.
+        return filters.isoId && !body.nextCursor ? all.sort(byWeldNumber) : all;
+      });
       setCursor(body.nextCursor);
       setError(undefined);
     } catch (e) {
@@ -77,17 +92,28 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
   };
 
   useEffect(() => {
-    setWelds(undefined);
+    if (shell.revision === 0) setWelds(undefined); // a reread keeps the list shown meanwhile
     void load(null);
-    if (filters.isoId) {
-      isoIndex().then(
-        (all) => setIso(all.find((i) => i.isoId === filters.isoId)),
-        () => {},
-      );
-    } else setIso(undefined);
-  }, [key]);
+    void readIsos(true);
+  }, [key, shell.revision]);
 
-  // Live: a listed weld that changes is redrawn and marked.
+  // Live: the ISO progress is read again (at most once a second) when welds change...
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const unsubscribe = subscribe((event) => {
+      if (!event.type.startsWith('weld.') || timer) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        void readIsos(true);
+      }, 1000);
+    });
+    return () => {
+      clearTimeout(timer);
+      unsubscribe();
+    };
+  }, []);
+
+  // ...and a listed weld that changes is redrawn and marked.
   useEffect(
     () =>
       subscribe((event) => {
@@ -160,7 +186,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
           </select>
         </div>
         <div class="field">
-          <label for="f-number">Weld number</label>
+          <label for="f-number">Weld number (exact)</label>
           <input id="f-number" name="weldNumber" value={filters.weldNumber ?? ''} size={10} />
         </div>
         <button type="submit">Filter</button>
@@ -178,6 +204,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
             <thead>
               <tr>
                 <th scope="col">Weld</th>
+                {!iso && <th scope="col">ISO</th>}
                 <th scope="col">Status</th>
                 <th scope="col">Type</th>
                 <th scope="col">Size</th>
@@ -191,6 +218,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
                   <td data-label="Weld">
                     <a href={`#/welds/${w.id}`}>{w.weldNumber}</a>
                   </td>
+                  {!iso && <td data-label="ISO">{isos.get(w.isoId)?.isoNumber ?? '…'}</td>}
                   <td data-label="Status">
                     <StatusBadge status={w.status} />
                   </td>
@@ -266,7 +294,7 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
       .catch(setError);
     readRelated().catch(() => {});
     transitionRules().then(setRules, () => {});
-  }, [id]);
+  }, [id, shell.revision]);
 
   // Live: a change of this weld by anyone (an NDT result too) is shown at once.
   useEffect(
@@ -379,6 +407,7 @@ function StatusChange(props: {
 
   const queue = async () => {
     await enqueue({
+      userId: shell.user.id,
       weldId: weld.id,
       weldNumber: weld.weldNumber,
       fromStatus: weld.status,

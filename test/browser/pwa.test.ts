@@ -19,6 +19,7 @@ import {
   launchBrowser,
   PHONE,
   screenshot,
+  TABLET,
   watchPage,
 } from '../helpers/browser.ts';
 import { migratedDatabase } from '../helpers/database.ts';
@@ -151,6 +152,7 @@ test.serial(
     );
     for (const [name, viewport] of [
       ['desktop', DESKTOP],
+      ['tablet', TABLET],
       ['phone', PHONE],
     ] as const) {
       const context = await browser.newContext({ baseURL: w.origin, viewport });
@@ -168,7 +170,20 @@ test.serial(
       await page.getByLabel('Password').fill('not the password');
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('alert').filter({ hasText: 'Wrong user name or password' }).waitFor();
-      await signIn(page, 'inspector');
+      // Signed in by keyboard alone: the fields and the button in tab order, Enter submits.
+      const loginAnswer = page.waitForResponse((r) => r.url().endsWith('/auth/login'));
+      await page.getByLabel('User name').fill('');
+      await page.getByLabel('User name').focus();
+      await page.keyboard.type('inspector');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type(PASSWORD);
+      await page.keyboard.press('Tab');
+      t.is(await page.evaluate('document.activeElement.textContent'), 'Sign in');
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { name: 'ISOs' }).waitFor();
+      // Cookie mode: the tokens are in the HttpOnly cookies only, not in what the script reads.
+      const body = (await (await loginAnswer).json()) as Record<string, unknown>;
+      t.false('accessToken' in body || 'refreshToken' in body);
 
       // The ISOs, each with its progress as the database counts it.
       await page.getByText(`${isos.length} of ${isos.length} ISOs`).waitFor();
@@ -296,26 +311,36 @@ test.serial(
   },
 );
 
-test.serial('a request from the page without the CSRF header is refused', async (t) => {
-  const w = await world(t, { isos: 1, weldsPerIso: 3 });
-  const weld = (await welds(w))[0]!;
-  const { page } = await w.open('inspector');
-  const answers = await page.evaluate(async (id) => {
-    const patch = (headers: Record<string, string>) =>
-      fetch(`/welds/${id}/status`, {
-        method: 'PATCH',
-        headers: { 'Content-Type': 'application/json', ...headers },
-        body: JSON.stringify({ status: 'ACCEPTED' }),
-      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { type: string } }));
-    return [await patch({}), await patch({ 'X-CSRF-Token': 'forged.value' })];
-  }, weld.id);
-  for (const answer of answers) {
-    t.is(answer.status, 403);
-    t.is(answer.body.type, '/problems/csrf-rejected');
-  }
-  t.is((await welds(w, `id = '${weld.id}'`))[0]!.status, 'PENDING');
-  t.deepEqual(await statusChanges(w, weld.id), []);
-});
+test.serial(
+  'a request from the page without the CSRF header is refused; a crafted link steers no request',
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 3 });
+    const weld = (await welds(w))[0]!;
+    const { page } = await w.open('inspector');
+    const asked: string[] = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    await page.goto('/app/#/welds/..%2Fauth%2Fcsrf%3F');
+    await page.reload();
+    await page.getByRole('heading', { name: 'Welds', exact: true }).waitFor();
+    t.false(asked.includes('/auth/csrf'), asked.join(' '));
+    t.true(asked.includes('/welds'), 'the link opened the weld list instead');
+    const answers = await page.evaluate(async (id) => {
+      const patch = (headers: Record<string, string>) =>
+        fetch(`/welds/${id}/status`, {
+          method: 'PATCH',
+          headers: { 'Content-Type': 'application/json', ...headers },
+          body: JSON.stringify({ status: 'ACCEPTED' }),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as { type: string } }));
+      return [await patch({}), await patch({ 'X-CSRF-Token': 'forged.value' })];
+    }, weld.id);
+    for (const answer of answers) {
+      t.is(answer.status, 403);
+      t.is(answer.body.type, '/problems/csrf-rejected');
+    }
+    t.is((await welds(w, `id = '${weld.id}'`))[0]!.status, 'PENDING');
+    t.deepEqual(await statusChanges(w, weld.id), []);
+  },
+);
 
 test.serial(
   'offline: the shell loads, changes are queued, and back online each is applied once; a conflicting one is shown, not applied',
@@ -354,9 +379,11 @@ test.serial(
     await conflict.waitFor({ timeout: 10_000 });
     t.regex(
       await conflict.innerText(),
-      new RegExp(`${second!.weld_number}.*It is now REJECTED`, 's'),
+      new RegExp(`${second!.weld_number}.*It is now REJECTED. Someone changed the weld`, 's'),
     );
     await page.locator('.banner.offline').waitFor({ state: 'detached' });
+    // The weld on screen catches up too: the stream replays what happened while offline.
+    await badge(page).getByText('REJECTED').waitFor({ timeout: 10_000 });
 
     // Applied once; the conflicting change not at all.
     await page.reload();
@@ -364,6 +391,46 @@ test.serial(
     await page.waitForTimeout(1000);
     t.deepEqual(await statusChanges(w, first!.id), [{ to_status: 'ACCEPTED' }]);
     t.deepEqual(await statusChanges(w, second!.id), [{ to_status: 'REJECTED' }]);
+    // (A CDP session of the test's own ends Playwright's offline emulation: so this comes last.)
+    // Installable, as Chromium judges it: manifest, icons, a service worker that serves the
+    // shell. (Every test browser context is incognito-like, which Chromium names and we accept.)
+    const cdp = await context.newCDPSession(page);
+    const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+    t.deepEqual(
+      installabilityErrors.map((e) => e.errorId).filter((id) => id !== 'in-incognito'),
+      [],
+    );
+    t.deepEqual(problems, []);
+  },
+);
+
+test.serial(
+  "a change queued by one user is never sent in another's name: a different user signing in on the device discards it",
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 3 });
+    const weld = (await welds(w))[0]!;
+    const { context, page, problems } = await w.open('inspector');
+    await page.evaluate('navigator.serviceWorker.ready.then(() => true)');
+    await page.goto(`/app/#/welds/${weld.id}`);
+    await page.reload();
+    await page.getByRole('radio', { name: /^ACCEPTED/ }).waitFor();
+    await context.setOffline(true);
+    await changeStatus(page, 'ACCEPTED');
+    await page.getByText('1 status change waiting to be sent').waitFor();
+    const cached = `caches.open('weld-data').then((c) => c.match('/welds/${weld.id}')).then(Boolean)`;
+    t.true(await page.evaluate<boolean>(cached));
+
+    // The inspector's session ends without signing out (here: its cookies are gone), and an
+    // engineer signs in on the same browser.
+    await context.clearCookies();
+    await context.setOffline(false);
+    await page.goto('/app/#/isos');
+    await page.reload();
+    await signIn(page, 'engineer');
+    await page.waitForTimeout(1000);
+    t.is(await page.locator('.banner.offline').count(), 0, 'nothing waiting');
+    t.false(await page.evaluate<boolean>(cached), "the inspector's copies are gone");
+    t.deepEqual(await statusChanges(w, weld.id), [], 'the change was not sent');
     t.deepEqual(problems, []);
   },
 );
@@ -454,16 +521,20 @@ test.serial(
 test.serial(
   'two tabs keep one session alive: one silent refresh at a time, never a reuse',
   async (t) => {
-    // A 62-second token: each tab plans its refresh a minute before the end, two seconds on.
-    const w = await world(t, { isos: 1, weldsPerIso: 2 }, { accessTokenTtl: 62 });
+    // A 4-second token: each tab plans its refresh at half its life, two seconds on.
+    const w = await world(t, { isos: 1, weldsPerIso: 2 }, { accessTokenTtl: 4 });
     const { context, page, problems } = await w.open('inspector');
     const second = await context.newPage();
     watchPage(second, problems);
     await second.goto('/app/');
     await second.getByRole('heading', { name: 'ISOs' }).waitFor();
     const refreshes: number[] = [];
+    const bodies: string[] = [];
     context.on('request', (r) => {
       if (new URL(r.url()).pathname === '/auth/refresh') refreshes.push(Date.now());
+    });
+    context.on('response', (r) => {
+      if (new URL(r.url()).pathname === '/auth/refresh') void r.text().then((b) => bodies.push(b));
     });
     await page.waitForTimeout(9000);
     t.true(refreshes.length >= 2, `refreshed ${refreshes.length} times`);
@@ -472,35 +543,49 @@ test.serial(
       gaps.every((gap) => gap > 1000),
       `refreshes ${gaps.join(', ')} ms apart`,
     );
-    // Both tabs still signed in: no refresh token was presented twice.
+    // Both tabs still signed in, long after the first token ended: no refresh token was
+    // presented twice, and none was ever shown to the page.
     for (const p of [page, second]) {
       t.is(await p.evaluate(() => fetch('/auth/me').then((r) => r.status)), 200);
     }
+    t.true(bodies.length > 0);
+    t.false(bodies.some((b) => b.includes('refreshToken') || b.includes('accessToken')));
     t.deepEqual(problems, []);
   },
 );
 
-test.serial('signing out clears the session cookies and ends the session', async (t) => {
-  const w = await world(t, { isos: 1, weldsPerIso: 2 });
-  const { context, page, problems } = await w.open('inspector');
-  const names = async () =>
-    (await context.cookies())
-      .map((c) => c.name)
-      .filter((n) => n.startsWith('svc_'))
-      .sort();
-  t.deepEqual(await names(), ['svc_at', 'svc_csrf', 'svc_rt']);
-  const refreshToken = (await context.cookies()).find((c) => c.name === 'svc_rt')!.value;
-  await page.getByRole('button', { name: 'Sign out' }).click();
-  await page.getByRole('heading', { name: 'Sign in to Weld Data' }).waitFor();
-  t.deepEqual(await names(), []);
-  t.is(await page.evaluate(() => localStorage.getItem('weld.session')), null);
-  // The refresh token the browser held is revoked, not only forgotten.
-  const res = await request(w.port, {
-    method: 'POST',
-    path: '/auth/refresh',
-    host: w.host,
-    body: { refreshToken },
-  });
-  t.is(res.status, 401);
-  t.deepEqual(problems, []);
-});
+test.serial(
+  'signing out clears the session cookies and ends the session; offline it refuses to pretend',
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 2 });
+    const { context, page, problems } = await w.open('inspector');
+    const names = async () =>
+      (await context.cookies())
+        .map((c) => c.name)
+        .filter((n) => n.startsWith('svc_'))
+        .sort();
+    t.deepEqual(await names(), ['svc_at', 'svc_csrf', 'svc_rt']);
+    const refreshToken = (await context.cookies()).find((c) => c.name === 'svc_rt')!.value;
+
+    // Offline, the session cannot be ended: the app says so and stays signed in.
+    await context.setOffline(true);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('Signing out needs the network').first().waitFor();
+    t.deepEqual(await names(), ['svc_at', 'svc_csrf', 'svc_rt']);
+    await context.setOffline(false);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Weld Data' }).waitFor();
+    t.deepEqual(await names(), []);
+    t.is(await page.evaluate(() => localStorage.getItem('weld.session')), null);
+    // The refresh token the browser held is revoked, not only forgotten.
+    const res = await request(w.port, {
+      method: 'POST',
+      path: '/auth/refresh',
+      host: w.host,
+      body: { refreshToken },
+    });
+    t.is(res.status, 401);
+    t.deepEqual(problems, []);
+  },
+);

@@ -15,6 +15,7 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOTS = path.resolve(import.meta.dirname, '..', 'browser', 'screenshots');
 
 export const PHONE = { width: 390, height: 844 };
+export const TABLET = { width: 820, height: 1180 };
 export const DESKTOP = { width: 1280, height: 800 };
 
 export async function launchBrowser(): Promise<Browser> {

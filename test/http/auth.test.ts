@@ -546,6 +546,12 @@ test('cookie refresh and logout need the CSRF token; GET /auth/csrf rotates it',
   const refreshed = await post('/auth/refresh', { cookie: nextCookie, 'x-csrf-token': fresh });
   t.is(refreshed.status, 200);
   t.truthy(setCookies(refreshed).svc_at?.value);
+  // Cookie mode: the new tokens are in the HttpOnly cookies only, never in what script reads.
+  t.is(refreshed.json.accessToken, undefined);
+  t.is(refreshed.json.refreshToken, undefined);
+  t.false(refreshed.text.includes(setCookies(refreshed).svc_rt!.value!));
+  t.false(refreshed.text.includes(setCookies(refreshed).svc_at!.value!));
+  t.like(refreshed.json, { tokenType: 'Bearer', expiresIn: 600, user: { userName: 'inspector' } });
   const out = await post('/auth/logout', {
     cookie: cookieHeader(refreshed),
     'x-csrf-token': setCookies(refreshed).svc_csrf!.value!,
@@ -553,6 +559,41 @@ test('cookie refresh and logout need the CSRF token; GET /auth/csrf rotates it',
   t.is(out.status, 204);
   // GET /auth/csrf needs a session.
   assert401(t, await request(port, { path: '/auth/csrf', host: A }));
+});
+
+test('a cookieOnly login puts the tokens in the HttpOnly cookies only; a bearer login in the body too', async (t) => {
+  const { port } = await setup(t);
+  const cookieMode = await request(port, {
+    method: 'POST',
+    path: '/auth/login',
+    host: A,
+    body: { userName: 'inspector', password: PASSWORD, cookieOnly: true },
+  });
+  t.is(cookieMode.status, 200);
+  const jar = setCookies(cookieMode);
+  t.is(cookieMode.json.accessToken, undefined);
+  t.is(cookieMode.json.refreshToken, undefined);
+  t.false(cookieMode.text.includes(jar.svc_at!.value!));
+  t.false(cookieMode.text.includes(jar.svc_rt!.value!));
+  t.true(jar.svc_at!.httpOnly);
+  t.true(jar.svc_rt!.httpOnly);
+  t.like(cookieMode.json, { tokenType: 'Bearer', expiresIn: 600, user: { role: 'inspector' } });
+  const me = await request(port, {
+    path: '/auth/me',
+    host: A,
+    headers: { cookie: cookieHeader(cookieMode) },
+  });
+  t.is(me.status, 200);
+  const bearerMode = await login(port, A, 'inspector');
+  t.truthy(bearerMode.json.accessToken);
+  t.truthy(bearerMode.json.refreshToken);
+  const bad = await request(port, {
+    method: 'POST',
+    path: '/auth/login',
+    host: A,
+    body: { userName: 'inspector', password: PASSWORD, cookieOnly: 'yes' },
+  });
+  t.is(bad.status, 422);
 });
 
 //------------------------------------------------------------------------------------------------
