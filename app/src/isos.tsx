@@ -3,7 +3,7 @@
 // change on the live stream reads the counts again (at most every few seconds).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from './api.ts';
-import { subscribe } from './live.ts';
+import { onWeldChanges } from './live.ts';
 import { query, type IsoProgress, type Page } from './model.ts';
 import { Heading, type Shell } from './ui.tsx';
 
@@ -61,20 +61,8 @@ export function IsoList({ shell }: { shell: Shell }) {
     [shell.revision],
   );
 
-  useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const unsubscribe = subscribe((event) => {
-      if (!event.type.startsWith('weld.') || timer) return;
-      timer = setTimeout(() => {
-        timer = undefined;
-        isoIndex(true).then(setIsos, () => {});
-      }, 2000);
-    });
-    return () => {
-      clearTimeout(timer);
-      unsubscribe();
-    };
-  }, []);
+  // Live: the counts are read again, at most every two seconds, while welds change.
+  useEffect(() => onWeldChanges(() => void isoIndex(true).then(setIsos, () => {}), 2000), []);
 
   const matches = useMemo(() => {
     const words = search.toLowerCase().split(/\s+/).filter(Boolean);

@@ -40,6 +40,22 @@ export function subscribe(listener: Listener): () => void {
   return () => listeners.delete(listener);
 }
 
+/** Calls `callback` at most once per `ms` while welds change (to read their counts again). */
+export function onWeldChanges(callback: () => void, ms: number): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const unsubscribe = subscribe((event) => {
+    if (!event.type.startsWith('weld.') || timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      callback();
+    }, ms);
+  });
+  return () => {
+    clearTimeout(timer);
+    unsubscribe();
+  };
+}
+
 /** Tells the app whether the stream is open (shown in the bar). */
 export function watchConnection(callback: (connected: boolean) => void): void {
   onState = callback;

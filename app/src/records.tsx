@@ -16,7 +16,15 @@ import {
   type Result,
   type Weld,
 } from './model.ts';
-import { describeError, formText, Heading, sentence, StatusBadge, type Shell } from './ui.tsx';
+import {
+  describeError,
+  ErrorNotice,
+  formText,
+  Heading,
+  sentence,
+  StatusBadge,
+  type Shell,
+} from './ui.tsx';
 
 /** The weld the form was opened from, and every weld of its ISO to choose among. */
 function useIsoWelds(weldId: string) {
@@ -54,6 +62,51 @@ function refusal(error: unknown, welds: Weld[]): string {
       .map((w) => `${w.weldNumber ?? number(w.weldId)} is ${w.status} and cannot be ${w.result}`)
       .join('; ') +
     '.'
+  );
+}
+
+/** The top of both forms: the heading and the weld they were opened from (or why not). */
+function FormHead({ title, weld, error }: { title: string; weld?: Weld; error?: unknown }) {
+  if (error) return <ErrorNotice error={error} />;
+  if (!weld) return <p aria-busy="true">Loading…</p>;
+  return (
+    <>
+      <Heading>{title}</Heading>
+      <p>
+        From weld <a href={`#/welds/${weld.id}`}>{weld.weldNumber}</a>{' '}
+        <StatusBadge status={weld.status} />
+      </p>
+    </>
+  );
+}
+
+/** The end of both forms: notes, what went wrong, and the buttons. */
+function FormEnd(props: {
+  notesId: string;
+  error: string;
+  busy: boolean;
+  ready: boolean;
+  submit: string;
+  back: string;
+}) {
+  return (
+    <>
+      <div class="field">
+        <label for={props.notesId}>Notes</label>
+        <textarea id={props.notesId} name="notes" rows={2} maxLength={2000} />
+      </div>
+      {props.error && (
+        <p class="notice problem" role="alert">
+          {props.error}
+        </p>
+      )}
+      <div class="row-actions">
+        <button type="submit" disabled={props.busy || !props.ready}>
+          {props.busy ? 'Recording…' : props.submit}
+        </button>
+        <a href={`#/welds/${props.back}`}>Cancel</a>
+      </div>
+    </>
   );
 }
 
@@ -131,20 +184,11 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
     }
   };
 
-  if (loadError)
-    return (
-      <p class="notice problem" role="alert">
-        {describeError(loadError)}
-      </p>
-    );
-  if (!weld) return <p aria-busy="true">Loading…</p>;
+  if (loadError || !weld)
+    return <FormHead title="Record an NDT result" weld={weld} error={loadError} />;
   return (
     <>
-      <Heading>Record an NDT result</Heading>
-      <p>
-        From weld <a href={`#/welds/${weldId}`}>{weld.weldNumber}</a>{' '}
-        <StatusBadge status={weld.status} />
-      </p>
+      <FormHead title="Record an NDT result" weld={weld} />
       <form onSubmit={submit}>
         <div class="filters">
           <div class="field">
@@ -288,21 +332,14 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
             </button>
           </section>
         )}
-        <div class="field">
-          <label for="notes">Notes</label>
-          <textarea id="notes" name="notes" rows={2} maxLength={2000} />
-        </div>
-        {error && (
-          <p class="notice problem" role="alert">
-            {error}
-          </p>
-        )}
-        <div class="row-actions">
-          <button type="submit" disabled={busy || covered.length === 0}>
-            {busy ? 'Recording…' : 'Record the result'}
-          </button>
-          <a href={`#/welds/${weldId}`}>Cancel</a>
-        </div>
+        <FormEnd
+          notesId="notes"
+          error={error}
+          busy={busy}
+          ready={covered.length > 0}
+          submit="Record the result"
+          back={weldId}
+        />
       </form>
     </>
   );
@@ -340,20 +377,11 @@ export function InspectionForm({ shell, weldId }: { shell: Shell; weldId: string
     }
   };
 
-  if (loadError)
-    return (
-      <p class="notice problem" role="alert">
-        {describeError(loadError)}
-      </p>
-    );
-  if (!weld) return <p aria-busy="true">Loading…</p>;
+  if (loadError || !weld)
+    return <FormHead title="Record an inspection" weld={weld} error={loadError} />;
   return (
     <>
-      <Heading>Record an inspection</Heading>
-      <p>
-        From weld <a href={`#/welds/${weldId}`}>{weld.weldNumber}</a>{' '}
-        <StatusBadge status={weld.status} />
-      </p>
+      <FormHead title="Record an inspection" weld={weld} />
       <form onSubmit={submit}>
         <div class="filters">
           <div class="field">
@@ -395,21 +423,14 @@ export function InspectionForm({ shell, weldId }: { shell: Shell; weldId: string
             </label>
           ))}
         </fieldset>
-        <div class="field">
-          <label for="inspection-notes">Notes</label>
-          <textarea id="inspection-notes" name="notes" rows={2} maxLength={2000} />
-        </div>
-        {error && (
-          <p class="notice problem" role="alert">
-            {error}
-          </p>
-        )}
-        <div class="row-actions">
-          <button type="submit" disabled={busy || chosen.length === 0}>
-            {busy ? 'Recording…' : 'Record the inspection'}
-          </button>
-          <a href={`#/welds/${weldId}`}>Cancel</a>
-        </div>
+        <FormEnd
+          notesId="inspection-notes"
+          error={error}
+          busy={busy}
+          ready={chosen.length > 0}
+          submit="Record the inspection"
+          back={weldId}
+        />
       </form>
     </>
   );

@@ -10,7 +10,7 @@ import { Fragment } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, NetworkError } from './api.ts';
 import { isoIndex, Progress } from './isos.tsx';
-import { subscribe, type ChangeEvent } from './live.ts';
+import { onWeldChanges, subscribe, type ChangeEvent } from './live.ts';
 import {
   nextSteps,
   query,
@@ -98,20 +98,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
   }, [key, shell.revision]);
 
   // Live: the ISO progress is read again (at most once a second) when welds change...
-  useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const unsubscribe = subscribe((event) => {
-      if (!event.type.startsWith('weld.') || timer) return;
-      timer = setTimeout(() => {
-        timer = undefined;
-        void readIsos(true);
-      }, 1000);
-    });
-    return () => {
-      clearTimeout(timer);
-      unsubscribe();
-    };
-  }, []);
+  useEffect(() => onWeldChanges(() => void readIsos(true), 1000), []);
 
   // ...and a listed weld that changes is redrawn and marked.
   useEffect(

@@ -1,12 +1,13 @@
 // The inspectors' web app (issue F12) in a real browser: Debian's Chromium driven by
-// playwright-core against the real service on a loopback origin, with a seeded project. Sign in;
-// the ISO and weld lists show the seeded data (and page); accept a weld and see its history; a
-// second browser sees it live; a stale change shows the weld as it is now; a request without the
-// CSRF header is refused; offline the shell loads and a change is queued, then applied once when
-// the network returns (and a conflicting one is shown, not applied); RT and inspection records
-// from the forms; one silent refresh at a time across tabs; sign-out clears the cookies. Every
-// main screen passes axe-core (no serious or critical violation) at phone and desktop widths, is
-// photographed into test/browser/screenshots/, and no page meets a CSP violation or script error.
+// playwright-core against the real service on a loopback origin, with a seeded project. Sign in
+// (by keyboard too); the ISO and weld lists show the seeded data (and page); accept a weld and see
+// its history; a second browser sees it live; a stale change shows the weld as it is now; a
+// request without the CSRF header is refused; offline the shell loads and changes are queued, then
+// applied once when the network returns (a conflicting one shown, not applied); another user on
+// the device never sends them; RT and inspection records from the forms; one silent refresh at a
+// time across tabs; sign-out clears the cookies (and refuses offline). Every main screen passes
+// axe-core (no serious or critical violation) at phone, tablet and desktop widths, is photographed
+// into test/browser/screenshots/, and no page meets a CSP violation or a script error.
 import test, { type ExecutionContext } from 'ava';
 import type pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -137,7 +138,7 @@ async function changeStatus(page: Page, to: string, reason?: string): Promise<vo
 const badge = (page: Page) => page.getByRole('heading', { level: 1 }).locator('.status');
 
 test.serial(
-  'an inspector signs in and sees the seeded ISOs and welds, in pages; every main screen passes axe at phone and desktop widths',
+  'an inspector signs in and sees the seeded ISOs and welds, in pages; every main screen passes axe at phone, tablet and desktop widths',
   async (t) => {
     const w = await world(t, { isos: 3, weldsPerIso: 40 });
     const { rows: isos } = await w.owner.query<{
