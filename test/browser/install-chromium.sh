@@ -21,4 +21,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get -o Acquire::Retries=3 update -qq
 $SUDO apt-get -o Acquire::Retries=3 install -y -qq --no-install-recommends chromium >/dev/null
 [ -x "$CHROMIUM" ] || { echo "apt-get installed chromium, but not at $CHROMIUM" >&2; exit 1; }
-echo "Chromium installed: $("$CHROMIUM" --version)"
+echo "Chromium installed: $("$CHROMIUM" --version 2>/dev/null)"
