@@ -97,6 +97,33 @@ export interface Transition {
   note: string | null;
 }
 
+export interface Choice {
+  id: string;
+  label: string;
+}
+
+const choices = new Map<string, Promise<Choice[]>>();
+
+/**
+ * The welders or WPSs to filter by (the first 500, by id), read once per page load: `label`
+ * says which is which (a welder's stamp and name, a WPS's number).
+ */
+export function choicesOf(kind: 'welders' | 'wps'): Promise<Choice[]> {
+  let list = choices.get(kind);
+  if (!list) {
+    list = api<Page<{ id: string; stamp?: string; name?: string; wpsNumber?: string }>>(
+      `/${kind}?limit=500`,
+    ).then(({ body }) =>
+      body.items
+        .map((i) => ({ id: i.id, label: i.wpsNumber ?? `${i.stamp} ${i.name}` }))
+        .sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true })),
+    );
+    list.catch(() => choices.delete(kind));
+    choices.set(kind, list);
+  }
+  return list;
+}
+
 const RANK: Record<User['role'], number> = { viewer: 0, inspector: 1, engineer: 2, admin: 3 };
 
 let rules: Promise<Transition[]> | undefined;

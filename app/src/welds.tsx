@@ -12,12 +12,14 @@ import { api, ApiError, NetworkError } from './api.ts';
 import { isoIndex, Progress } from './isos.tsx';
 import { onWeldChanges, subscribe, type ChangeEvent } from './live.ts';
 import {
+  choicesOf,
   nextSteps,
   query,
   STATUSES,
   transitionRules,
   when,
   WELD_TYPES,
+  type Choice,
   type HistoryEntry,
   type Inspection,
   type IsoProgress,
@@ -54,8 +56,16 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
     status: params.get('status') ?? undefined,
     type: params.get('type') ?? undefined,
     weldNumber: params.get('weldNumber') ?? undefined,
+    welderId: params.get('welderId') ?? undefined,
+    wpsId: params.get('wpsId') ?? undefined,
+    changedSince: params.get('changedSince') ?? undefined,
   };
   const key = query(filters);
+  // The API's filters; a day "changed since" is that day's start in UTC.
+  const { changedSince, ...equal } = filters;
+  const apiFilters = { ...equal, updatedSince: changedSince && `${changedSince}T00:00:00Z` };
+  const [welders, setWelders] = useState<Choice[]>([]);
+  const [procedures, setProcedures] = useState<Choice[]>([]);
   const [welds, setWelds] = useState<Weld[] | undefined>();
   const [cursor, setCursor] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
@@ -75,7 +85,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
     try {
       const limit = filters.isoId ? ISO_PAGE : PAGE;
       const { body } = await api<Page<Weld>>(
-        `/welds${query({ ...filters, limit, cursor: after ?? undefined })}`,
+        `/welds${query({ ...apiFilters, limit, cursor: after ?? undefined })}`,
       );
       setWelds((before) => {
         const all = after ? [...(before ?? []), ...body.items] : body.items;
@@ -96,6 +106,11 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
     void load(null);
     void readIsos(true);
   }, [key, shell.revision]);
+
+  useEffect(() => {
+    choicesOf('welders').then(setWelders, () => {});
+    choicesOf('wps').then(setProcedures, () => {});
+  }, []);
 
   // Live: the ISO progress is read again (at most once a second) when welds change...
   useEffect(() => onWeldChanges(() => void readIsos(true), 1000), []);
@@ -137,6 +152,9 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
       status: value('status'),
       type: value('type'),
       weldNumber: value('weldNumber'),
+      welderId: value('welderId'),
+      wpsId: value('wpsId'),
+      changedSince: value('changedSince'),
     })}`;
   };
 
@@ -175,6 +193,32 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
         <div class="field">
           <label for="f-number">Weld number (exact)</label>
           <input id="f-number" name="weldNumber" value={filters.weldNumber ?? ''} size={10} />
+        </div>
+        <div class="field">
+          <label for="f-welder">Welder</label>
+          <select id="f-welder" name="welderId" value={filters.welderId ?? ''}>
+            <option value="">any</option>
+            {welders.map((c) => (
+              <option key={c.id} value={c.id}>
+                {c.label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="f-wps">WPS</label>
+          <select id="f-wps" name="wpsId" value={filters.wpsId ?? ''}>
+            <option value="">any</option>
+            {procedures.map((c) => (
+              <option key={c.id} value={c.id}>
+                {c.label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="f-since">Changed since</label>
+          <input id="f-since" name="changedSince" type="date" value={filters.changedSince ?? ''} />
         </div>
         <button type="submit">Filter</button>
       </form>

@@ -231,6 +231,24 @@ test.serial(
         rejected.map((r) => r.weld_number).sort(),
       );
 
+      // Another filter: one welder's welds, whatever their status.
+      const welder = (
+        await w.owner.query<{ id: string }>(
+          'select id from weld_public.welders where tenant_id = $1 order by stamp limit 1',
+          [w.tenantId],
+        )
+      ).rows[0]!;
+      await page.getByLabel('Status').selectOption('');
+      await page.getByLabel('Welder').selectOption(welder.id);
+      await page.getByRole('button', { name: 'Filter' }).click();
+      const his = await welds(w, `welder_id = '${welder.id}'`);
+      t.true(his.length > 0 && his.length < 50);
+      await page.getByText(`${his.length} welds`, { exact: true }).waitFor();
+      t.deepEqual(
+        (await page.locator('tbody tr td:first-child').allInnerTexts()).sort(),
+        his.map((r) => r.weld_number).sort(),
+      );
+
       // One weld, and the NDT form.
       const weld = (await welds(w))[0]!;
       await page.goto(`/app/#/welds/${weld.id}`);
