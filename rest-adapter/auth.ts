@@ -63,19 +63,21 @@ export const UserJson = z.object({
   tenant: z.object({ slug: z.string(), name: z.string() }),
 });
 
-export const TokenResponse = z.object({
-  accessToken: z
-    .string()
-    .optional()
-    .describe('absent in cookie mode (a cookie refresh, or a login with cookieOnly)'),
-  refreshToken: z
-    .string()
-    .optional()
-    .describe('absent in cookie mode (a cookie refresh, or a login with cookieOnly)'),
+const session = {
   tokenType: z.literal('Bearer'),
   expiresIn: z.number().int().describe('seconds until the access token expires'),
   user: UserJson,
-});
+};
+
+export const TokenResponse = z
+  .object({ accessToken: z.string(), refreshToken: z.string(), ...session })
+  .describe('A session for a bearer client: both tokens are in the body (and in the cookies).');
+
+export const CookieSessionResponse = z
+  .object(session)
+  .describe(
+    'A session in cookie mode (a login with cookieOnly, or a refresh by cookie): the tokens are only in the HttpOnly cookies.',
+  );
 
 export const CsrfResponse = z.object({ csrfToken: z.string() });
 
@@ -191,13 +193,11 @@ export function authRoutes(deps: AuthDeps): Route[] {
       csrfToken: csrfToken(await ring.csrfKey(req.tenant!.id), session.sessionId),
     });
     res.setHeader('Cache-Control', 'no-store');
+    const body = { tokenType: 'Bearer', expiresIn: deps.accessTokenTtl, user };
     res.json(
-      TokenResponse.parse({
-        ...(!cookieOnly && { accessToken, refreshToken: session.refreshToken }),
-        tokenType: 'Bearer',
-        expiresIn: deps.accessTokenTtl,
-        user,
-      }),
+      cookieOnly
+        ? CookieSessionResponse.parse(body)
+        : TokenResponse.parse({ accessToken, refreshToken: session.refreshToken, ...body }),
     );
   }
 
@@ -272,7 +272,8 @@ export function authRoutes(deps: AuthDeps): Route[] {
           `${deps.refreshTokenTtl} seconds`,
         ]);
         if (row?.outcome !== 'rotated' && row?.outcome !== 'replayed') {
-          req.log.info({ outcome: row?.outcome }, 'refresh refused');
+          // The session id (not a secret: the token is) lets an operator follow a reuse alarm.
+          req.log.info({ outcome: row?.outcome, sessionId }, 'refresh refused');
           if (viaCookie) clearSessionCookies(res);
           throw problems.invalidRefreshToken();
         }

@@ -16,7 +16,14 @@ import {
 } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import type { Route } from '../server/http/route.ts';
-import { CsrfResponse, LoginBody, RefreshBody, TokenResponse, UserJson } from './auth.ts';
+import {
+  CookieSessionResponse,
+  CsrfResponse,
+  LoginBody,
+  RefreshBody,
+  TokenResponse,
+  UserJson,
+} from './auth.ts';
 import type { Resource } from './resource.ts';
 import { RESOURCES } from './resources.ts';
 import {
@@ -95,6 +102,9 @@ const page = {
   description: 'One page; `Link: <...>; rel="next"` when there is a next one',
   headers: { Link: { schema: { type: 'string' }, description: 'the next page, rel="next"' } },
 };
+
+/** A login or refresh answer: a bearer client's tokens, or a cookie-mode session. */
+const sessionAnswer = { anyOf: [ref('TokenResponse'), ref('CookieSessionResponse')] };
 
 const idParam = {
   name: 'id',
@@ -899,6 +909,7 @@ function buildDocument() {
     LoginBody: json(LoginBody, 'input'),
     RefreshBody: json(RefreshBody, 'input'),
     TokenResponse: json(TokenResponse),
+    CookieSessionResponse: json(CookieSessionResponse),
     User: json(UserJson),
     CsrfResponse: json(CsrfResponse),
     Health: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] },
@@ -1105,11 +1116,16 @@ function buildDocument() {
       '/auth/login': {
         ...rootOnly,
         post: {
-          summary: 'Sign in: tokens in the body and the svc_at, svc_rt, svc_csrf cookies',
+          summary:
+            'Sign in: the svc_at, svc_rt, svc_csrf cookies, and the tokens in the body unless cookieOnly',
           security: [],
           requestBody: { required: true, ...content('LoginBody') },
           responses: {
-            '200': { description: 'signed in', ...content('TokenResponse') },
+            '200': {
+              description:
+                'signed in: both tokens in the body, or with cookieOnly, in the cookies only',
+              content: { 'application/json': { schema: sessionAnswer } },
+            },
             '401': problem('wrong user name or password'),
             '422': problem('invalid body'),
             '429': problem('throttled; see Retry-After'),
@@ -1126,8 +1142,9 @@ function buildDocument() {
           requestBody: { required: false, ...content('RefreshBody') },
           responses: {
             '200': {
-              description: 'new tokens (the refresh token rotates)',
-              ...content('TokenResponse'),
+              description:
+                'new tokens (the refresh token rotates): in the body for a bearer refresh, in the cookies only for a cookie refresh',
+              content: { 'application/json': { schema: sessionAnswer } },
             },
             '401': problem('unknown, used, expired or revoked refresh token'),
             '403': problem('CSRF check failed (cookie mode)'),

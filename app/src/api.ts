@@ -72,11 +72,16 @@ export function storedSession(): StoredSession | undefined {
   }
 }
 
+/** The user this page is signed in as (undefined: signed out, or not known yet). */
+let pageUserId: string | undefined;
+
 function storeUser(user: User): void {
+  pageUserId = user.id;
   localStorage.setItem(SESSION_KEY, JSON.stringify({ user }));
 }
 
 export function forgetSession(): void {
+  pageUserId = undefined;
   localStorage.removeItem(SESSION_KEY);
   clearTimeout(refreshTimer);
   void inStore('session', 'readwrite', (store) => store.delete('clock')).catch(() => {});
@@ -106,6 +111,16 @@ export function csrfToken(): string | undefined {
 let onSignedOut: () => void = () => {};
 export function whenSignedOut(callback: () => void): void {
   onSignedOut = callback;
+}
+
+/**
+ * Called when another tab signs in as someone else (or signs in while this page shows the
+ * sign-in form): the browser's cookies are now that user's, so this page must not go on as the
+ * user it shows. The app reloads.
+ */
+let onUserChanged: () => void = () => {};
+export function whenUserChanged(callback: () => void): void {
+  onUserChanged = callback;
 }
 
 export interface Answer<T> {
@@ -195,15 +210,16 @@ export async function currentUser(): Promise<User> {
 }
 
 /**
- * Ends the session on the service (which clears the cookies). Without a network this throws
- * NetworkError and nothing changes: showing a signed-out app while the cookies and the session
- * live on would only look safe.
+ * Ends the session on the service (which clears the cookies). Only a 204, or a 401 (the session
+ * had ended already), counts: without a network this throws NetworkError, and on any other answer
+ * (a 503 while the database is away, a proxy's 502) the ApiError, and nothing changes. Showing a
+ * signed-out app while the cookies and the session live on would only look safe.
  */
 export async function signOut(): Promise<void> {
   try {
     await api('/auth/logout', { method: 'POST', refresh: false });
   } catch (error) {
-    if (!(error instanceof ApiError)) throw error; // not reached: the session goes on
+    if (!(error instanceof ApiError && error.status === 401)) throw error;
   }
   forgetSession();
 }
@@ -232,8 +248,13 @@ export async function refreshSession(rejectedAt?: number): Promise<boolean> {
     if (clock) scheduleRefresh(clock);
     return clock !== undefined;
   } catch (error) {
-    if (error instanceof NetworkError) return true; // offline: try again when back
-    throw error;
+    if (!(error instanceof NetworkError)) throw error;
+    // No answer. The service may have rotated the token and the answer been lost: asking again
+    // within its 10-second grace gets the same successor, later it would look like theft. So
+    // again in 3 s (and at once when the network returns), not only when a request is refused.
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(() => void refreshSession(rejectedAt), 3000);
+    return true;
   }
 }
 
@@ -256,6 +277,12 @@ function scheduleRefresh(clock: Clock): void {
 // Another tab signed in or out: follow it.
 addEventListener('storage', (event) => {
   if (event.key !== SESSION_KEY) return;
-  if (event.newValue === null) onSignedOut();
-  else void readClock().then((clock) => clock && scheduleRefresh(clock));
+  if (event.newValue === null) return onSignedOut();
+  const signedIn = (JSON.parse(event.newValue) as StoredSession).user.id;
+  if (signedIn !== pageUserId) return onUserChanged();
+  void readClock().then((clock) => clock && scheduleRefresh(clock));
+});
+
+addEventListener('online', () => {
+  if (pageUserId) void refreshSession(); // only when due (the clock decides)
 });

@@ -40,12 +40,11 @@ export function Progress({ iso }: { iso: IsoProgress }) {
   ].filter(Boolean);
   return (
     <span class="progress">
-      <progress
-        max={Math.max(live, 1)}
-        value={iso.accepted}
-        aria-label={`${iso.isoNumber}: ${iso.accepted} of ${live} welds accepted`}
-      />
-      <span class="counts">{parts.join(' · ')}</span>
+      {/* The bar shows what the words say: a screen reader reads the words once. */}
+      <progress max={Math.max(live, 1)} value={iso.accepted} aria-hidden="true" />
+      <span class="counts">
+        {parts.join(' · ')} (of {live} welds)
+      </span>
     </span>
   );
 }

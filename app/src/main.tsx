@@ -18,6 +18,7 @@ import {
   signOut,
   storedSession,
   whenSignedOut,
+  whenUserChanged,
   type Problem,
   type User,
 } from './api.ts';
@@ -32,7 +33,7 @@ import {
   type QueuedChange,
 } from './outbox.ts';
 import { InspectionForm, NdtForm } from './records.tsx';
-import { formText, Heading, sentence, type Shell } from './ui.tsx';
+import { describeError, formText, Heading, sentence, type Shell } from './ui.tsx';
 import { WeldDetail, WeldList } from './welds.tsx';
 
 type Route =
@@ -184,10 +185,10 @@ async function adoptLocalData(user: User): Promise<void> {
   localStorage.setItem(OWNER_KEY, user.id);
 }
 
+/** The queue and the cached copies go; the owner stays, so what comes late is discarded too. */
 async function discardLocalData(): Promise<void> {
   await clearOutbox().catch(() => {});
   await caches?.delete('weld-data').catch(() => false);
-  localStorage.removeItem(OWNER_KEY);
 }
 
 // The fragment routes the app, so the skip link moves the focus itself.
@@ -231,6 +232,7 @@ function App() {
       resetLive();
       setUser(null);
     });
+    whenUserChanged(() => location.reload());
     watchConnection(setLive);
     // Never signed in on this browser: the sign-in form, without asking the service first.
     if (!storedSession() && !csrfToken()) setUser(null);
@@ -280,16 +282,22 @@ function App() {
 
   if (user === undefined) return <main id="main" aria-busy="true" />;
   if (user === null) return <SignIn onSignedIn={enter} />;
+  // This user's queued changes (another's are discarded at sign-in, and never sent).
+  const mine = outbox.filter((c) => c.userId === user.id);
 
   const leave = async () => {
-    const waiting = outbox.length;
+    const waiting = mine.length;
     if (waiting && !confirm(`${waiting} change(s) not yet sent will be discarded. Sign out?`))
       return;
     try {
       await signOut();
-    } catch {
-      // Offline: the session (and its cookies) would outlive a sign-out that only looked done.
-      announce('Signing out needs the network: you are still signed in. Try again when online.');
+    } catch (error) {
+      // The session (and its cookies) would outlive a sign-out that only looked done.
+      announce(
+        error instanceof NetworkError
+          ? 'Signing out needs the network: you are still signed in. Try again when online.'
+          : `Signing out failed (${describeError(error)}): you are still signed in. Try again.`,
+      );
       return;
     }
     resetLive();
@@ -299,7 +307,14 @@ function App() {
     setUser(null);
   };
 
-  const shell: Shell = { user, online, revision, announce, queuedChange: readOutbox };
+  const shell: Shell = {
+    user,
+    online,
+    revision,
+    announce,
+    queued: mine,
+    queuedChange: readOutbox,
+  };
   const at = route.screen;
   return (
     <>
@@ -327,7 +342,7 @@ function App() {
           </button>
         </span>
       </header>
-      <OfflineQueue changes={outbox} online={online} />
+      <OfflineQueue changes={mine} online={online} />
       <Conflicts conflicts={conflicts} dismiss={() => setConflicts([])} />
       <p class="sr-only" role="status" aria-live="polite">
         {said}

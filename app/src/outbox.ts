@@ -74,6 +74,13 @@ export async function flushOutbox(
   const applied: Weld[] = [];
   const conflicts: Conflict[] = [];
   const run = async () => {
+    // The cookies decide who the service records: send only while they are this user's (another
+    // tab may have signed someone else in since this page loaded).
+    const signedIn = await api<{ id: string }>('/auth/me').then(
+      (answer) => answer.body.id,
+      () => undefined,
+    );
+    if (signedIn !== userId) return;
     for (const change of await queued()) {
       if (change.userId !== userId) continue;
       try {

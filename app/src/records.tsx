@@ -173,7 +173,13 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
     try {
       const { body: record } = await api<NdtRecord>('/ndt-records', { method: 'POST', body });
       shell.announce(
-        `${record.method} report ${record.reportNumber} recorded: ${record.result}.`,
+        `${record.method} report ${record.reportNumber} recorded: ` +
+          record.welds
+            .map(
+              (x) => `${welds.find((w) => w.id === x.weldId)?.weldNumber ?? x.weldId} ${x.result}`,
+            )
+            .join(', ') +
+          '.',
         `#/welds/${weldId}`,
       );
       location.hash = `#/welds/${weldId}`;
@@ -251,7 +257,9 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
               <div class="interval" key={at}>
                 <div class="filters">
                   <div class="field">
-                    <label for={`label-${at}`}>Interval</label>
+                    <label for={`label-${at}`}>
+                      <span class="sr-only">Film interval {at + 1}: </span>Interval
+                    </label>
                     <input
                       id={`label-${at}`}
                       value={interval.label}
@@ -261,7 +269,9 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
                     />
                   </div>
                   <div class="field">
-                    <label for={`film-result-${at}`}>Result</label>
+                    <label for={`film-result-${at}`}>
+                      <span class="sr-only">Film interval {at + 1}: </span>Result
+                    </label>
                     <select
                       id={`film-result-${at}`}
                       value={interval.result}
@@ -274,7 +284,9 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
                     </select>
                   </div>
                   <div class="field">
-                    <label for={`defects-${at}`}>Defect codes</label>
+                    <label for={`defects-${at}`}>
+                      <span class="sr-only">Film interval {at + 1}: </span>Defect codes
+                    </label>
                     <input
                       id={`defects-${at}`}
                       value={interval.defectCodes}

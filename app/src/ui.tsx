@@ -4,6 +4,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import { ApiError, NetworkError, type User } from './api.ts';
 import type { Status } from './model.ts';
+import type { QueuedChange } from './outbox.ts';
 
 /** What every screen gets from the shell (main.tsx). */
 export interface Shell {
@@ -16,6 +17,8 @@ export interface Shell {
   announce: (message: string, at?: string) => void;
   /** Goes up when the screens should read their data again (back online, the queue sent). */
   revision: number;
+  /** The status changes waiting to be sent (outbox.ts). */
+  queued: QueuedChange[];
   /** The offline queue changed (a screen queued a change). */
   queuedChange: () => void;
 }
@@ -46,12 +49,23 @@ export function sentence(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
+/** A JSON pointer in words: "/filmIntervals/1/weldIds" is "film intervals 2, weld ids". */
+function fieldName(pointer: string): string {
+  return pointer
+    .split('/')
+    .filter(Boolean)
+    .map((part) => (/^\d+$/.test(part) ? String(Number(part) + 1) : part))
+    .map((part) => part.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase())
+    .join(', ')
+    .replace(/, (\d+)/g, ' $1');
+}
+
 /** A failed request in words: the problem's detail and each field it names. */
 export function describeError(error: unknown): string {
   if (error instanceof NetworkError) return 'The service cannot be reached (offline?).';
   if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
   const named = (error.problem.errors ?? []).map(
-    (e) => `${e.pointer ?? e.parameter ?? ''}: ${e.detail}`,
+    (e) => `${fieldName(e.pointer ?? e.parameter ?? '')}: ${e.detail}`,
   );
   return sentence(named.length ? named.join('; ') : error.message);
 }

@@ -164,7 +164,10 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
       {iso && (
         <p>
           Line {iso.lineNumber}
-          {iso.area && `, area ${iso.area}`}: <Progress iso={iso} /> <a href="#/welds">All welds</a>
+          {iso.area && `, area ${iso.area}`}: <Progress iso={iso} />{' '}
+          <a class="back" href="#/welds">
+            All welds
+          </a>
         </p>
       )}
       <form class="filters" onSubmit={apply} aria-label="Filter welds">
@@ -372,7 +375,7 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
         Weld {weld.weldNumber} <StatusBadge status={weld.status} />
       </Heading>
       <p>
-        <a href={`#/welds${query({ isoId: weld.isoId })}`}>
+        <a class="back" href={`#/welds${query({ isoId: weld.isoId })}`}>
           All welds on {iso?.isoNumber ?? 'this ISO'}
         </a>
       </p>
@@ -408,7 +411,7 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
           <h2 id="related-heading" class="sr-only">
             History and records
           </h2>
-          <RelatedRecords related={related} />
+          <RelatedRecords related={related} weldId={id} userId={shell.user.id} />
         </section>
       </div>
     </>
@@ -431,9 +434,13 @@ function StatusChange(props: {
   const steps = nextSteps(props.rules, weld.status, shell.user.role);
   const step = steps.find((s) => s.toStatus === target);
 
-  // The weld moved (live, or reread): what was chosen may no longer be offered.
+  const waiting = shell.queued.find((c) => c.weldId === weld.id);
+
+  // The weld moved (live, or reread: a queued change sent, say): what was chosen may no longer
+  // be offered, and what was said of the old version is past.
   useEffect(() => {
     if (target && !steps.some((s) => s.toStatus === target)) setTarget('');
+    setNotice((said) => (said?.problem ? said : undefined));
   }, [weld.version]);
 
   const queue = async () => {
@@ -448,10 +455,8 @@ function StatusChange(props: {
       queuedAt: new Date().toISOString(),
     });
     shell.queuedChange();
-    setNotice({
-      text: `Offline: ${weld.weldNumber} → ${target} is kept and will be sent when the network returns.`,
-      problem: false,
-    });
+    setTarget('');
+    setReason('');
     shell.announce(`Saved offline: ${weld.weldNumber} to ${target}.`);
   };
 
@@ -502,6 +507,18 @@ function StatusChange(props: {
       {notice.text}
     </p>
   );
+  // One change at a time: a second one, made on the same version, could only fail.
+  if (waiting) {
+    return (
+      <div class="panel">
+        {said}
+        <p class="notice" role="status">
+          Offline: {weld.weldNumber} {waiting.fromStatus} → {waiting.status} is kept and will be
+          sent when the network returns; change it again after that.
+        </p>
+      </div>
+    );
+  }
   if (props.rules.length && steps.length === 0) {
     return (
       <div class="panel">
@@ -536,7 +553,9 @@ function StatusChange(props: {
       </fieldset>
       {step?.note && <p class="hint">{step.note}</p>}
       <div class="field">
-        <label for="reason">Reason{step?.reasonRequired ? ' (required)' : ' (optional)'}</label>
+        <label for="reason">
+          Reason{step ? (step.reasonRequired ? ' (required)' : ' (optional)') : ''}
+        </label>
         <textarea
           id="reason"
           rows={2}
@@ -554,12 +573,20 @@ function StatusChange(props: {
   );
 }
 
-function RelatedRecords({ related }: { related: Related | undefined }) {
+function RelatedRecords({
+  related,
+  weldId,
+  userId,
+}: {
+  related: Related | undefined;
+  weldId: string;
+  userId: string;
+}) {
   if (!related) return <p aria-busy="true">Loading history and records…</p>;
   const { history, ndt, inspections, checks } = related;
   return (
     <>
-      <h2>Status history</h2>
+      <h3>Status history</h3>
       {history.length === 0 ? (
         <p class="hint">No status change yet.</p>
       ) : (
@@ -567,20 +594,27 @@ function RelatedRecords({ related }: { related: Related | undefined }) {
           {history.map((h) => (
             <li key={h.id}>
               {h.fromStatus} → <StatusBadge status={h.toStatus} /> {when(h.changedAt)}
-              {h.cause === 'ndt' ? ' (NDT result)' : h.cause === 'system' ? ' (system)' : ''}
+              {h.cause === 'ndt'
+                ? ' by an NDT result'
+                : h.cause === 'system'
+                  ? ' (system)'
+                  : h.changedBy === userId
+                    ? ' by you'
+                    : ' by a colleague'}
               {h.reason && <span class="hint">: {h.reason}</span>}
             </li>
           ))}
         </ol>
       )}
-      <h2>NDT records</h2>
+      <h3>NDT records</h3>
       {ndt.length === 0 ? (
         <p class="hint">None.</p>
       ) : (
         <ul>
           {ndt.map((r) => (
             <li key={r.id}>
-              {r.method} {r.reportNumber}, {r.examinedOn}: {r.result}
+              {r.method} {r.reportNumber}, {r.examinedOn}:{' '}
+              {r.welds.find((x) => x.weldId === weldId)?.result ?? r.result}
               {r.technician && ` (${r.technician})`}
               {r.filmIntervals && r.filmIntervals.length > 0 && (
                 <span class="hint">
@@ -592,7 +626,7 @@ function RelatedRecords({ related }: { related: Related | undefined }) {
           ))}
         </ul>
       )}
-      <h2>Inspections</h2>
+      <h3>Inspections</h3>
       {inspections.length === 0 ? (
         <p class="hint">None.</p>
       ) : (
@@ -605,7 +639,7 @@ function RelatedRecords({ related }: { related: Related | undefined }) {
           ))}
         </ul>
       )}
-      <h2>Checks</h2>
+      <h3>Checks</h3>
       {!checks ? (
         <p class="hint">Not available.</p>
       ) : checks.ok ? (

@@ -4,8 +4,9 @@
 // its history; a second browser sees it live; a stale change shows the weld as it is now; a
 // request without the CSRF header is refused; offline the shell loads and changes are queued, then
 // applied once when the network returns (a conflicting one shown, not applied); another user on
-// the device never sends them; RT and inspection records from the forms; one silent refresh at a
-// time across tabs; sign-out clears the cookies (and refuses offline). Every main screen passes
+// the device never sends them, and a tab follows another's sign-in; RT and inspection records
+// from the forms; one silent refresh at a time across tabs, and a lost refresh answer asked again
+// in time; sign-out clears the cookies (and refuses offline or on a 503). Every main screen passes
 // axe-core (no serious or critical violation) at phone, tablet and desktop widths, is photographed
 // into test/browser/screenshots/, and no page meets a CSP violation or a script error.
 import test, { type ExecutionContext } from 'ava';
@@ -290,14 +291,22 @@ test.serial(
     await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
     await changeStatus(page, 'ACCEPTED');
     await badge(page).getByText('ACCEPTED').waitFor();
-    await page.locator('ol.history li').filter({ hasText: 'PENDING → ACCEPTED' }).waitFor();
+    await page
+      .locator('ol.history li')
+      .filter({ hasText: 'PENDING → ACCEPTED' })
+      .getByText('by you')
+      .waitFor();
     t.deepEqual(await statusChanges(w, weld.id), [{ to_status: 'ACCEPTED' }]);
 
     // The colleague's list row and weld page change without a reload.
     await row.getByText('ACCEPTED').waitFor({ timeout: 10_000 });
     t.is(await row.getAttribute('class'), 'changed');
     await badge(detail).getByText('ACCEPTED').waitFor({ timeout: 10_000 });
-    await detail.locator('ol.history li').filter({ hasText: 'PENDING → ACCEPTED' }).waitFor();
+    await detail
+      .locator('ol.history li')
+      .filter({ hasText: 'PENDING → ACCEPTED' })
+      .getByText('by a colleague')
+      .waitFor();
     t.deepEqual([...inspector.problems, ...colleague.problems], []);
   },
 );
@@ -383,7 +392,9 @@ test.serial(
     await page.getByRole('heading', { name: `Weld ${first!.weld_number}` }).waitFor();
     await page.getByText('Offline', { exact: true }).waitFor();
     await changeStatus(page, 'ACCEPTED');
-    await page.getByText(`Offline: ${first!.weld_number} → ACCEPTED is kept`).waitFor();
+    await page.getByText(`Offline: ${first!.weld_number} PENDING → ACCEPTED is kept`).waitFor();
+    // One change of a weld at a time: a second, on the same version, could only fail.
+    t.is(await page.getByRole('radio').count(), 0);
     await page.goto(`/app/#/welds/${second!.id}`);
     await page.getByRole('heading', { name: `Weld ${second!.weld_number}` }).waitFor();
     await changeStatus(page, 'ACCEPTED');
@@ -477,7 +488,8 @@ test.serial(
       .check();
     await page.getByRole('button', { name: 'Record the result' }).click();
     await page.getByRole('heading', { name: `Weld ${w1!.weld_number}` }).waitFor();
-    await page.getByText(/RT RT-9001, .*: rejected/).waitFor();
+    // This weld's own result (the record's is rejected: its other weld's film was).
+    await page.getByText(/RT RT-9001, .*: accepted/).waitFor();
 
     const { rows } = await w.owner.query<{ weld_number: string; status: string; cause: string }>(
       `select w.weld_number, w.status, h.cause from weld_public.welds w
@@ -538,6 +550,56 @@ test.serial(
 );
 
 test.serial(
+  'a tab follows a sign-in in another tab: it never goes on as a user the cookies no longer belong to',
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 2 });
+    const context = await browser.newContext({ baseURL: w.origin, viewport: DESKTOP });
+    t.teardown(() => context.close());
+    const problems: string[] = [];
+    const [one, two] = [await context.newPage(), await context.newPage()];
+    for (const page of [one, two]) {
+      watchPage(page, problems);
+      await page.goto('/app/');
+      await page.getByLabel('User name').waitFor();
+    }
+    // Signed in in one tab: the other, on its sign-in form, follows.
+    await signIn(one, 'inspector');
+    await two.getByText('inspector (inspector)').waitFor();
+    // Signed out in that one, and in as the engineer: the first follows, never stays the inspector.
+    await two.getByRole('button', { name: 'Sign out' }).click();
+    await one.getByRole('heading', { name: 'Sign in to Weld Data' }).waitFor();
+    await signIn(two, 'engineer');
+    await one.getByText('engineer (engineer)').waitFor();
+    t.is(await one.getByText('inspector (inspector)').count(), 0);
+    t.deepEqual(problems, []);
+  },
+);
+
+test.serial(
+  'a refresh whose answer is lost is asked again within the grace: the session goes on, no reuse alarm',
+  async (t) => {
+    const w = await world(t, { isos: 1, weldsPerIso: 2 }, { accessTokenTtl: 4 });
+    const { page, problems } = await w.open('inspector');
+    const refreshes: number[] = [];
+    let lost = false;
+    await page.route('**/auth/refresh', async (route) => {
+      refreshes.push(Date.now());
+      if (lost) return route.continue();
+      // The service rotates the token, and the answer (with the new cookies) never arrives.
+      lost = true;
+      await route.fetch();
+      await route.abort('connectionreset');
+    });
+    await page.waitForTimeout(8000);
+    t.true(lost);
+    t.true(refreshes.length >= 2, `refreshed ${refreshes.length} times`);
+    t.true(refreshes[1]! - refreshes[0]! < 10_000, 'asked again within the grace');
+    t.is(await page.evaluate(() => fetch('/auth/me').then((r) => r.status)), 200);
+    t.deepEqual(problems, []);
+  },
+);
+
+test.serial(
   'two tabs keep one session alive: one silent refresh at a time, never a reuse',
   async (t) => {
     // A 4-second token: each tab plans its refresh at half its life, two seconds on.
@@ -592,6 +654,24 @@ test.serial(
     await page.getByText('Signing out needs the network').first().waitFor();
     t.deepEqual(await names(), ['svc_at', 'svc_csrf', 'svc_rt']);
     await context.setOffline(false);
+
+    // Nor when the service cannot answer it (503 while its database is away, a proxy's 502).
+    await page.route('**/auth/logout', (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/problem+json',
+        body: JSON.stringify({
+          type: '/problems/busy',
+          title: 'Busy',
+          status: 503,
+          detail: 'busy',
+        }),
+      }),
+    );
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('Signing out failed').first().waitFor();
+    t.deepEqual(await names(), ['svc_at', 'svc_csrf', 'svc_rt']);
+    await page.unroute('**/auth/logout');
 
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in to Weld Data' }).waitFor();
