@@ -395,6 +395,7 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
             weld={weld}
             etag={etag ?? tagOf(weld)}
             rules={rules}
+            checks={related?.checks}
             changed={(w, tag) => {
               setWeld(w);
               setEtag(tag);
@@ -423,6 +424,8 @@ function StatusChange(props: {
   weld: Weld;
   etag: string;
   rules: Transition[];
+  /** The code rules' verdict on the weld: accepting a weld that fails them earns a warning. */
+  checks: WeldChecks | undefined;
   changed: (weld: Weld, etag: string) => void;
   reread: () => Promise<Weld>;
 }) {
@@ -552,6 +555,14 @@ function StatusChange(props: {
         ))}
       </fieldset>
       {step?.note && <p class="hint">{step.note}</p>}
+      {target === 'ACCEPTED' && props.checks && !props.checks.ok && (
+        <p class="notice" role="note">
+          This weld fails {props.checks.checks.length} code check
+          {props.checks.checks.length === 1 ? '' : 's'} (
+          {[...new Set(props.checks.checks.map((c) => c.code))].join(', ')}; see Checks). The rules
+          let you accept it; make sure that is what you mean.
+        </p>
+      )}
       <div class="field">
         <label for="reason">
           Reason{step ? (step.reasonRequired ? ' (required)' : ' (optional)') : ''}

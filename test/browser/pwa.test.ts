@@ -289,6 +289,26 @@ test.serial(
     const page = inspector.page;
     await page.goto(`/app/#/welds/${weld.id}`);
     await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+    // Choosing ACCEPTED warns when the code rules fail the weld (exactly when the API says so);
+    // this one has no date welded, so they do.
+    await w.owner.query('update weld_public.welds set welded_on = null where id = $1', [weld.id]);
+    await page.reload();
+    await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+    const token = (await login(w.port, w.host, 'viewer')).json.accessToken as string;
+    const checks = (
+      await request(w.port, {
+        path: `/welds/${weld.id}/checks`,
+        host: w.host,
+        headers: { authorization: `Bearer ${token}` },
+      })
+    ).json as { ok: boolean };
+    await page.getByRole('heading', { name: 'Checks' }).waitFor();
+    await page.getByRole('radio', { name: /^ACCEPTED/ }).check();
+    t.false(checks.ok);
+    await page
+      .getByRole('note')
+      .filter({ hasText: 'This weld fails 1 code check (DATA_MISSING' })
+      .waitFor();
     await changeStatus(page, 'ACCEPTED');
     await badge(page).getByText('ACCEPTED').waitFor();
     await page
