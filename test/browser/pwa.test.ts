@@ -366,7 +366,8 @@ test.serial(
     const weld = (await welds(w))[0]!;
     const { page } = await w.open('inspector');
     const asked: string[] = [];
-    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    // The context sees the page's requests and the service worker's alike.
+    page.context().on('request', (r) => asked.push(new URL(r.url()).pathname));
     await page.goto('/app/#/welds/..%2Fauth%2Fcsrf%3F');
     await page.reload();
     await page.getByRole('heading', { name: 'Welds', exact: true }).waitFor();
