@@ -171,54 +171,24 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
         </p>
       )}
       <form class="filters" onSubmit={apply} aria-label="Filter welds">
-        <div class="field">
-          <label for="f-status">Status</label>
-          <select id="f-status" name="status" value={filters.status ?? ''}>
-            <option value="">any</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="f-type">Type</label>
-          <select id="f-type" name="type" value={filters.type ?? ''}>
-            <option value="">any</option>
-            {WELD_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect
+          label="Status"
+          name="status"
+          value={filters.status}
+          options={STATUSES.map((v) => ({ id: v, label: v }))}
+        />
+        <FilterSelect
+          label="Type"
+          name="type"
+          value={filters.type}
+          options={WELD_TYPES.map((v) => ({ id: v, label: v }))}
+        />
         <div class="field">
           <label for="f-number">Weld number (exact)</label>
           <input id="f-number" name="weldNumber" value={filters.weldNumber ?? ''} size={10} />
         </div>
-        <div class="field">
-          <label for="f-welder">Welder</label>
-          <select id="f-welder" name="welderId" value={filters.welderId ?? ''}>
-            <option value="">any</option>
-            {welders.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.label}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="f-wps">WPS</label>
-          <select id="f-wps" name="wpsId" value={filters.wpsId ?? ''}>
-            <option value="">any</option>
-            {procedures.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect label="Welder" name="welderId" value={filters.welderId} options={welders} />
+        <FilterSelect label="WPS" name="wpsId" value={filters.wpsId} options={procedures} />
         <div class="field">
           <label for="f-since">Changed since</label>
           <input id="f-since" name="changedSince" type="date" value={filters.changedSince ?? ''} />
@@ -279,6 +249,24 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
         </>
       )}
     </>
+  );
+}
+
+/** One filter of the list: a labelled choice, "any" first. */
+function FilterSelect(props: { label: string; name: string; value?: string; options: Choice[] }) {
+  const id = `f-${props.name}`;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <select id={id} name={props.name} value={props.value ?? ''}>
+        <option value="">any</option>
+        {props.options.map((o) => (
+          <option key={o.id} value={o.id}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }
 
