@@ -1,11 +1,11 @@
 // The app's one way to the service: fetch on the same origin with the session cookies (cookie
-// mode: the access token is an HttpOnly cookie that script never sees), the CSRF token echoed from
-// the svc_csrf cookie on every unsafe method, RFC 9457 problems turned into ApiError, and a 401
+// mode, `cookieOnly`: both tokens are HttpOnly cookies that script never sees), the CSRF token from
+// the svc_csrf cookie echoed on every unsafe method, RFC 9457 problems turned into ApiError, and a 401
 // answered by one silent refresh (shared by every tab) and one retry.
 //
-// What the app keeps of a session is never the token: the user's name and role (localStorage) and
-// when the token ends (IndexedDB, which every tab reads alike), so every tab schedules the same
-// refresh and a refresh by one tab is seen by all.
+// What the app keeps of a session is never a token: the user's name and role (localStorage) and
+// when the token is due for a refresh (IndexedDB, which every tab reads alike), so every tab
+// schedules the same refresh and a refresh by one tab is seen by all.
 
 import { inStore } from './idb.ts';
 
