@@ -1,7 +1,7 @@
 // The app's one way to the service: fetch on the same origin with the session cookies (cookie
-// mode, `cookieOnly`: both tokens are HttpOnly cookies that script never sees), the CSRF token from
-// the svc_csrf cookie echoed on every unsafe method, RFC 9457 problems turned into ApiError, and a 401
-// answered by one silent refresh (shared by every tab) and one retry.
+// mode, `cookieOnly`: both tokens are HttpOnly cookies that script never sees), the CSRF token
+// from the svc_csrf cookie echoed on every unsafe method, RFC 9457 problems turned into ApiError,
+// and a 401 answered by one silent refresh (shared by every tab) and one retry.
 //
 // What the app keeps of a session is never a token: the user's name and role (localStorage) and
 // when the token is due for a refresh (IndexedDB, which every tab reads alike), so every tab
