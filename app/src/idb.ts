@@ -2,7 +2,7 @@
 // (localStorage is not: Chromium hands a change to other tabs a moment later).
 //
 //   outbox   status changes made offline, in order (outbox.ts)
-//   session  one record, 'clock': when the access token ends and when it was last refreshed (api.ts)
+//   session  one record, 'clock': when a refresh is due and when the last one was (api.ts)
 
 const NAME = 'weld-app';
 export type StoreName = 'outbox' | 'session';

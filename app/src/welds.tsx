@@ -31,7 +31,15 @@ import {
   type WeldChecks,
 } from './model.ts';
 import { enqueue } from './outbox.ts';
-import { describeError, ErrorNotice, formText, Heading, StatusBadge, type Shell } from './ui.tsx';
+import {
+  describeError,
+  ErrorNotice,
+  formText,
+  Heading,
+  sentence,
+  StatusBadge,
+  type Shell,
+} from './ui.tsx';
 
 const PAGE = '50';
 /** An ISO's welds come in one page (nearly always), shown in weld number order. */
@@ -335,7 +343,8 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
             return weld;
           });
         }
-        const touches = event.subjectId === id || JSON.stringify(event.data).includes(id); // an NDT record or inspection covering it
+        // This weld, or an NDT record or inspection that covers it.
+        const touches = event.subjectId === id || JSON.stringify(event.data).includes(id);
         if (touches) readRelated().catch(() => {});
       }),
     [id, shell.user.id],
@@ -477,9 +486,11 @@ function StatusChange(props: {
           problem: true,
           text:
             e.status === 412
-              ? `This weld was changed while you were deciding: it is now ${now?.status ?? 'different'} ` +
-                `(version ${now?.version ?? '?'}). Your change to ${target} was not applied. Choose again.`
-              : `${e.message} ${allowed ? `Allowed from here: ${allowed.join(', ') || 'nothing'}.` : ''}`,
+              ? `This weld was changed while you were deciding: it is now ` +
+                `${now?.status ?? 'different'} (version ${now?.version ?? '?'}). ` +
+                `Your change to ${target} was not applied. Choose again.`
+              : sentence(e.message) +
+                (allowed ? ` Allowed from here: ${allowed.join(', ') || 'nothing'}.` : ''),
         });
         setTarget('');
       } else {
