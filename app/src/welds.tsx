@@ -88,13 +88,20 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
       () => {},
     );
 
+  // One read at a time: a next page asked for twice (the button and the scroll at once) is read
+  // once, and a read that newer filters replaced is dropped when it comes back.
+  const reads = useRef({ latest: 0, busy: false });
   const load = async (after: string | null) => {
+    if (after !== null && reads.current.busy) return;
+    const read = ++reads.current.latest;
+    reads.current.busy = true;
     setLoading(true);
     try {
       const limit = filters.isoId ? ISO_PAGE : PAGE;
       const { body } = await api<Page<Weld>>(
         `/welds${query({ ...apiFilters, limit, cursor: after ?? undefined })}`,
       );
+      if (read !== reads.current.latest) return;
       setWelds((before) => {
         const all = after ? [...(before ?? []), ...body.items] : body.items;
         // The API's pages are in a stable order of their own; a whole ISO reads better by number.
@@ -103,9 +110,12 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
       setCursor(body.nextCursor);
       setError(undefined);
     } catch (e) {
-      setError(e);
+      if (read === reads.current.latest) setError(e);
     } finally {
-      setLoading(false);
+      if (read === reads.current.latest) {
+        reads.current.busy = false;
+        setLoading(false);
+      }
     }
   };
 
@@ -145,7 +155,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
   useEffect(() => {
     if (!end.current || !cursor) return;
     const observer = new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting) && !loading) void load(cursor);
+      if (entries.some((e) => e.isIntersecting)) void load(cursor);
     });
     observer.observe(end.current);
     return () => observer.disconnect();

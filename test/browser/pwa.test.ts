@@ -207,7 +207,15 @@ test.serial(
       await assertAccessible(t, page, `welds, ${name}`);
       await screenshot(page, `welds-${name}`);
 
-      // Every weld of the project, 120 in three pages.
+      // Every weld of the project, 120 in three pages, each read once (the button and the
+      // scroll may both ask for the next one).
+      const pages: string[] = [];
+      context.on('request', (r) => {
+        const url = new URL(r.url());
+        // The page's requests (the service worker's fetch of each is reported apart).
+        if (r.serviceWorker()) return;
+        if (url.pathname === '/welds' && url.searchParams.has('cursor')) pages.push(url.search);
+      });
       await page.getByRole('link', { name: 'All welds' }).click();
       await page.getByText('50 welds shown, more below').waitFor();
       await page.getByRole('button', { name: 'Load more welds' }).click();
@@ -219,6 +227,8 @@ test.serial(
         .locator('tbody tr')
         .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-weld')));
       t.is(new Set(shown).size, 120, 'each weld once');
+      t.is(shown.length, 120);
+      t.is(pages.length, 2, `the next pages read: ${pages.join(' ')}`);
 
       // A filter: the REJECTED welds are exactly the database's.
       await page.getByLabel('Status').selectOption('REJECTED');
@@ -371,6 +381,7 @@ test.serial(
     await page.goto('/app/#/welds/..%2Fauth%2Fcsrf%3F');
     await page.reload();
     await page.getByRole('heading', { name: 'Welds', exact: true }).waitFor();
+    await page.locator('tbody tr').first().waitFor(); // the list has been read
     t.false(asked.includes('/auth/csrf'), asked.join(' '));
     t.true(asked.includes('/welds'), 'the link opened the weld list instead');
     const answers = await page.evaluate(async (id) => {
