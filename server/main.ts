@@ -18,7 +18,6 @@ import { SessionRevocations } from './auth/revocations.ts';
 import { loadConfig, type Config } from './config.ts';
 import { EventNotifications } from '../db/event-notifications.ts';
 import { createGraphql } from './graphql.ts';
-import { appAssets } from './pwa.ts';
 import { startHousekeeping } from './housekeeping.ts';
 import { createLogger } from './http/log.ts';
 import { serviceRoutes } from './routes.ts';
@@ -182,10 +181,6 @@ async function main(): Promise<void> {
   process.on('SIGTERM', (signal) => void stop(signal));
   process.on('SIGINT', (signal) => void stop(signal));
 
-  appAssets().then(
-    () => logger.info('web app built (/app/)'),
-    (error: unknown) => logger.error({ err: error }, 'the web app could not be built'),
-  );
   graphql.warm().then(
     () => logger.info('GraphQL schema built'),
     (error: unknown) => {

@@ -475,9 +475,11 @@ test('export: every weld the filters select as CSV, streamed with flat memory (3
   t.is(headers['content-type'], 'text/csv; charset=utf-8');
   t.is(headers['content-length'], undefined, 'streamed (chunked), not sent as one body');
   t.true(text.length > 11_000_000, `${text.length} characters`);
-  // Streaming holds at most what passed before the sockets filled (a few MB of garbage not yet
-  // collected); an export built first would hold all 11 MB, and more as strings.
-  t.true(grown < 6_000_000, `the service grew by ${grown} bytes while the reader paused`);
+  // Streaming holds at most what passed before the sockets filled, plus young garbage not yet
+  // collected (up to 8 MB seen when the whole suite, browser tests included, loads both cores:
+  // npm start lets the young generation grow to 16 MB); an export built first would hold all
+  // 11 MB of text at once, and the rows it came from besides.
+  t.true(grown < 10_000_000, `the service grew by ${grown} bytes while the reader paused`);
   t.true(text.startsWith('\uFEFF'));
   const lines = text.slice(1).trimEnd().split('\n');
   t.is(lines.length, 30_001);
