@@ -90,9 +90,11 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
 
   // One read at a time: a next page asked for twice (the button and the scroll at once) is read
   // once, and a read that newer filters replaced is dropped when it comes back.
-  const reads = useRef({ latest: 0, busy: false });
+  // `next`: the cursor of the page to read next, set as each page arrives, so a late call with a
+  // cursor already read (an observer not yet replaced) reads nothing.
+  const reads = useRef({ latest: 0, busy: false, next: null as string | null });
   const load = async (after: string | null) => {
-    if (after !== null && reads.current.busy) return;
+    if (after !== null && (reads.current.busy || after !== reads.current.next)) return;
     const read = ++reads.current.latest;
     reads.current.busy = true;
     setLoading(true);
@@ -102,6 +104,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
         `/welds${query({ ...apiFilters, limit, cursor: after ?? undefined })}`,
       );
       if (read !== reads.current.latest) return;
+      reads.current.next = body.nextCursor;
       setWelds((before) => {
         const all = after ? [...(before ?? []), ...body.items] : body.items;
         // The API's pages are in a stable order of their own; a whole ISO reads better by number.
