@@ -13,6 +13,8 @@
 //
 // Each finds the database the way the server does (DATABASE_URL, the split URLs, or the
 // embedded cluster, which it starts if the server is not running).
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as gm from 'graphile-migrate';
 // graphile-migrate keeps each pool for 200 ms after use and exits the process if one errors
@@ -84,6 +86,19 @@ export async function migrate(target: DatabaseTarget, log?: Log): Promise<void> 
       await sleep(250);
     }
   }
+}
+
+/**
+ * Runs migrations/current.sql (the migration being written) after the committed ones, when it
+ * holds more than its placeholder: `npm test` then tests the work in progress. A clean checkout's
+ * current.sql is the placeholder, so CI and releases test exactly what is committed.
+ */
+export async function applyCurrentMigration(target: DatabaseTarget, log?: Log): Promise<boolean> {
+  const text = await readFile(path.join(MIGRATIONS_DIR, 'current.sql'), 'utf8').catch(() => '');
+  const work = text.replace(/^--.*$/gm, '').trim();
+  if (work === '') return false;
+  await closingPools(gm.watch(migrationSettings(target, log), true));
+  return true;
 }
 
 /** How long a start waits for another process's migration (a long one may take minutes). */

@@ -21,7 +21,7 @@ import {
   removeEmbeddedCluster,
   type EmbeddedCluster,
 } from '../db/embedded.ts';
-import { migrate } from '../db/migrate.ts';
+import { applyCurrentMigration, migrate } from '../db/migrate.ts';
 import { TEMPLATE_DATABASE } from './helpers/database.ts';
 
 // A signal ends the run at the next step, through the same clean-up as any other end: cleaning
@@ -59,6 +59,7 @@ try {
   });
   unlessStopped();
   await migrate(template);
+  if (await applyCurrentMigration(template)) console.log('migrations/current.sql applied');
   unlessStopped();
 
   const child = spawn(
