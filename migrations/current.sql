@@ -3394,10 +3394,11 @@ as $$
            sum(l.required)::integer as required, sum(l.selected)::integer as selected,
            sum(l.examined)::integer as examined, sum(l.shortfall)::integer as shortfall,
            sum(l.progressive_open)::integer as progressive_open,
-           coalesce(array_agg(distinct u.welder_id order by u.welder_id)
-                      filter (where u.welder_id is not null), '{}') as welders_not_covered
+           array(select distinct u.welder_id
+                   from lots x cross join lateral unnest(x.welders_not_covered) as u (welder_id)
+                  where x.method = l.method
+                  order by 1) as welders_not_covered
       from lots l
-      left join lateral unnest(l.welders_not_covered) as u (welder_id) on true
      group by l.method
   ), no_longer_required as (
     -- Selections of this ISO's welds for a method the ISO no longer requires (its fluid service
