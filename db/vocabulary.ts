@@ -23,8 +23,11 @@ export const requestRoleOf = (role: UserRole): RequestRole => `weld_${role}`;
 export const WELD_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
 export type WeldStatus = (typeof WELD_STATUSES)[number];
 
-/** Weld types (CHECK on weld_public.welds.type): butt, socket, fillet, branch, tie-in. */
-export const WELD_TYPES = ['BW', 'SW', 'FW', 'BR', 'TW'] as const;
+/**
+ * Weld types (CHECK on weld_public.welds.type): butt, socket, fillet, branch, tie-in, miter, lap.
+ * Socket and fillet welds are the fillet welds of ASME IX; the rest are groove welds.
+ */
+export const WELD_TYPES = ['BW', 'SW', 'FW', 'BR', 'TW', 'MW', 'LW'] as const;
 
 /** Fluid services of B31.3 (CHECK on weld_public.isos.fluid_service). */
 export const FLUID_SERVICES = [
@@ -66,13 +69,16 @@ export const TEST_PACKAGE_STATES = ['open', 'released', 'tested', 'closed'] as c
  * Tiers of an examination selection (CHECK on weld_public.examination_selections.tier): the
  * random sample, then the progressive tiers a rejection of the tier before causes (B31.3 341.3.4).
  */
-export const SELECTION_TIERS = ['random', '1', '2', 'full'] as const;
+export const SELECTION_TIERS = ['random', 'examined', '1', '2', 'full'] as const;
 
 /** A selection is open until an NDT record of its method covers the weld (computed, no CHECK). */
 export const SELECTION_STATES = ['open', 'done'] as const;
 
-/** What a lot is (CHECK on weld_public.tenant_settings.examination_lot): a welder's welds on a line, or on an ISO. */
-export const EXAMINATION_LOTS = ['welder_line', 'welder_iso'] as const;
+/**
+ * The designated lot (CHECK on weld_public.tenant_settings.examination_lot, B31.3 344.1.3): every
+ * weld of a line for one extent (the code's), or one welder's welds of a line (stricter).
+ */
+export const EXAMINATION_LOTS = ['line', 'line_welder'] as const;
 
 /** What the weld checks do (CHECK on weld_public.tenant_settings.weld_checks): show, or refuse writes. */
 export const WELD_CHECK_MODES = ['show', 'refuse'] as const;
@@ -81,14 +87,32 @@ export const WELD_CHECK_MODES = ['show', 'refuse'] as const;
 export const QUALIFICATION_RANGE_DIMENSIONS = ['diameter', 'thickness'] as const;
 
 /** States of a welder qualification on a date (computed by welders_qualification_status). */
-export const QUALIFICATION_STATES = ['valid', 'expired', 'lapsed', 'not_yet_valid'] as const;
+export const QUALIFICATION_STATES = [
+  'valid',
+  'expired',
+  'lapsed',
+  'revoked',
+  'not_yet_valid',
+] as const;
+
+/** What a welder qualification covers (CHECK on welder_qualifications.joint, ASME IX QW-303). */
+export const QUALIFICATION_JOINTS = ['groove', 'fillet'] as const;
+
+/** Where a use in a welder's continuity log comes from (welders_continuity). */
+export const CONTINUITY_SOURCES = ['weld', 'document'] as const;
+
+/** The dates every date column allows (CHECK *_calendar in the migrations). */
+export const CALENDAR = { first: '1900-01-01', last: '2200-12-31' } as const;
 
 /** Codes of the weld checks (weld_public.welds_checks), in the order the SQL sorts them. */
 export const WELD_CHECK_CODES = [
   'DATA_MISSING',
+  'REEXAMINATION_OPEN',
   'WELDER_NOT_QUALIFIED',
   'WPS_NOT_APPROVED',
+  'WPS_PNUMBER',
   'WPS_RANGE',
+  'WPS_RANGE_UNSUPPORTED',
 ] as const;
 
 /** Why a test package is not ready (weld_public.test_packages_readiness_reasons). */

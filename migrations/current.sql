@@ -258,7 +258,7 @@ create table if not exists weld_public.examination_rules (
                 check (fluid_service in ('normal', 'category_d', 'category_m', 'severe_cyclic', 'high_pressure')),
   method        text not null check (method in ('RT', 'UT', 'MT', 'PT', 'VT', 'PWHT', 'PMI', 'HT')),
   weld_type     text not null check (weld_type in ('BW', 'SW', 'FW', 'BR', 'TW', 'MW', 'LW')),
-  percent       numeric(5, 2) not null check (percent between 0 and 100),
+  percent       numeric(5, 2) not null check (percent between 0 and 100 and percent <> 'NaN'),
   closed_by     text[] not null default '{}'
                 check (closed_by <@ array['RT', 'UT', 'MT', 'PT', 'VT', 'PWHT', 'PMI', 'HT']),
   clause        text not null check (char_length(clause) between 1 and 50),
@@ -3305,6 +3305,8 @@ begin
       join weld_public.welds w on w.tenant_id = s.tenant_id and w.id = s.weld_id
       join weld_public.isos i on i.tenant_id = w.tenant_id and i.id = w.iso_id
      where s.tenant_id = tenant and s.weld_id = weld
+       -- A selection made in this transaction is announced once, as opened (with its state).
+       and s.selected_at < now()
   loop
     -- Only selections this record's method meets.
     continue when not exists (

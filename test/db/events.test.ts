@@ -336,7 +336,11 @@ test('wps: created with its pqrIds in one transaction -> one wps.created listing
 
   const updated = await s.eventsOf(a, () =>
     s.as(a, 'engineer', async (c) => {
-      await c.query(`update weld_public.wps set state = 'approved' where id = $1`, [id]);
+      // A range its PQRs support (QW-451.1: T 0.5 in. -> 3/16 to 1 in.), so it may be approved.
+      await c.query(
+        `update weld_public.wps set state = 'approved', thickness_min_in = 0.1875, thickness_max_in = 1 where id = $1`,
+        [id],
+      );
     }),
   );
   t.like(onlyEvent(t, updated.events, { type: 'wps.updated', subject: id, actor: engineer }).data, {
@@ -791,10 +795,19 @@ test('an NDT record rejecting one weld and accepting another: ndt_record.created
     ]),
   );
   const byType = (type: string) => events.filter((e) => e.type === type);
+  // The fixture's ISO requires 5% RT, which UT meets: both welds are counted toward the lot
+  // (an examination_selection each, opened as done); the rejected one's welder has no other
+  // weld on the line to draw for tier 1.
   t.deepEqual(
     sorted(events.map((e) => e.type)),
-    ['ndt_record.created', 'weld.status_changed', 'weld.status_changed'],
+    ['examination_selection.opened', 'examination_selection.opened', 'ndt_record.created',
+     'weld.status_changed', 'weld.status_changed'], // prettier-ignore
     JSON.stringify(events.map((e) => e.type)),
+  );
+  t.true(
+    byType('examination_selection.opened').every(
+      (e) => e.data.tier === 'examined' && e.data.state === 'done',
+    ),
   );
   t.true(events.every((e) => e.actor_id === a.users.inspector));
   const record = byType('ndt_record.created')[0]!;
@@ -823,8 +836,9 @@ test('an NDT record rejecting one weld and accepting another: ndt_record.created
 });
 
 /**
- * The fixture's ISO made ready for release: an approved WPS, a qualified welder, three complete
- * welds, a package of the ISO; then drawn for RT (1 selection) and every weld accepted by RT.
+ * The fixture's ISO made ready for release: an approved WPS backed by a PQR, a qualified welder,
+ * three complete welds, a package of the ISO; its test then draws for RT (1 selection) and
+ * examines the welds (RT, and visually for the ISO's 5% VT).
  */
 async function readyWorld(s: World) {
   const { a } = s;
@@ -833,7 +847,21 @@ async function readyWorld(s: World) {
     wps_number: 'WPS-R',
     process: 'SMAW',
     state: 'approved',
+    p_numbers: '{1}',
+    thickness_min_in: 0.1875,
+    thickness_max_in: 1,
   });
+  const pqrId = await s.insert('pqrs', {
+    tenant_id: a.tenantId,
+    pqr_number: 'PQR-R',
+    process: 'SMAW',
+    p_numbers: '{1}',
+    thickness_tested_in: 0.5,
+  });
+  await s.owner.query(
+    'insert into weld_public.wps_pqrs (tenant_id, wps_id, pqr_id) values ($1, $2, $3)',
+    [a.tenantId, wpsId, pqrId],
+  );
   await s.insert('welder_qualifications', {
     tenant_id: a.tenantId,
     welder_id: a.welderId,
@@ -855,6 +883,8 @@ async function readyWorld(s: World) {
         wps_id: wpsId,
         wall_thickness: 0.25,
         welded_on: '2026-02-01',
+        base_metal_1_p_number: '1',
+        base_metal_2_p_number: '1',
       }),
     );
   }
@@ -892,6 +922,16 @@ test('test_package.released: a ready package moved open -> released by the engin
     'RT',
     'RT-ALL',
     w.welds.map((id) => [id, 'accepted']),
+  );
+  await s.as(a, 'inspector', (c) =>
+    c.query('select weld_public.record_inspection($1)', [
+      JSON.stringify({
+        kind: 'visual',
+        inspectedOn: '2026-02-10',
+        result: 'accepted',
+        weldIds: w.welds,
+      }),
+    ]),
   );
   const move = (state: string) =>
     s.eventsOf(a, () =>
@@ -946,7 +986,12 @@ test('examination_selection: opened when drawn, closed when an NDT record of its
   });
   t.regex(String(opened.data.selectedAt), ISO_INSTANT);
 
-  // A UT record of the weld does not close an RT selection.
+  // With RT and UT not interchangeable (a tenant setting), a UT record does not close an RT
+  // selection (interchangeable, the default, it would: test/db/rules-examination.test.ts).
+  await s.owner.query(
+    'update weld_public.tenant_settings set volumetric_interchangeable = false where tenant_id = $1',
+    [a.tenantId],
+  );
   const ut = await s.eventsOf(a, () =>
     s.recordNdt(a, 'UT', 'UT-1', [[selection.weld_id, 'accepted']]),
   );
@@ -960,7 +1005,7 @@ test('examination_selection: opened when drawn, closed when an NDT record of its
       w.welds.map((id) => [id, 'accepted']),
     ),
   );
-  const closed = rt.events.filter((e) => e.type.startsWith('examination_selection.'));
+  const closed = rt.events.filter((e) => e.type === 'examination_selection.closed');
   t.deepEqual(
     closed.map((e) => [e.type, e.subject_id, e.actor_id]),
     [['examination_selection.closed', selection.id, inspector]],
@@ -968,9 +1013,9 @@ test('examination_selection: opened when drawn, closed when an NDT record of its
   t.like(closed[0]!.data, { state: 'done', ndtRecordId: rt.result.id });
   t.deepEqual(
     sorted(rt.events.map((e) => e.type)),
-    ['examination_selection.closed', 'ndt_record.created', 'weld.status_changed',
-     'weld.status_changed'], // prettier-ignore
-    'the selected weld was ACCEPTED by UT already; the two others by this record',
+    ['examination_selection.closed', 'examination_selection.opened', 'examination_selection.opened',
+     'ndt_record.created', 'weld.status_changed', 'weld.status_changed'], // prettier-ignore
+    'the selected weld was ACCEPTED by UT already; the two others by this record, which counts them toward the lot (opened as done)',
   );
 
   const others = w.welds.filter((id) => id !== selection.weld_id);

@@ -253,10 +253,50 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.lock_line(line_number text)': rules,
     'weld_private.lot_candidates(methods text[], lines text[])': rules,
     'weld_private.lot_status(methods text[], lines text[], weld_ids uuid[])': rules,
-    'weld_private.progressive_examination(ndt weld_public.ndt_records)': rules,
     'weld_private.qualification_facts(welder_ids uuid[], pending weld_public.welds[])': rules,
-    'weld_private.qualification_ranges(diameter_known boolean, diameter_min numeric, diameter_max numeric, thickness_known boolean, thickness_max numeric)':
+    // The code rules of 000017 (migrations/current.sql until committed): weld_rules' helpers.
+    'weld_private.closers(method text, closed_by text[], volumetric boolean)': rules,
+    'weld_private.closing_methods(tenant uuid, method text, fluid_service text, weld_type text)':
       rules,
+    'weld_private.diameter_words(known boolean, low numeric, high numeric)': rules,
+    'weld_private.draw_next_tier(cause_id uuid, ndt_record_id uuid, inspection_id uuid, record text)':
+      rules,
+    'weld_private.draw_scope(method text, line text, iso_id uuid)': rules,
+    'weld_private.follow_examination(method text, weld_ids uuid[], ndt_record_id uuid, inspection_id uuid)':
+      rules,
+    'weld_private.hold_released_packages(package_ids uuid[], change text)': rules,
+    'weld_private.is_fillet(weld_type text)': rules,
+    'weld_private.lock_lines_of(weld_ids uuid[])': rules,
+    'weld_private.lock_packages_of(weld_ids uuid[])': rules,
+    'weld_private.methods_words(methods text[])': rules,
+    'weld_private.p_joint(a text, b text)': rules,
+    'weld_private.p_joint_words(joint text[])': rules,
+    'weld_private.packages_judged_on(lines text[], wps_ids uuid[], welder_ids uuid[])': rules,
+    'weld_private.pqr_thickness_support(tenant uuid, t numeric)': rules,
+    'weld_private.range_words(r numrange)': rules,
+    'weld_private.readiness_summary(test_package weld_public.test_packages)': rules,
+    'weld_private.reexaminations_of(weld_ids uuid[])': rules,
+    'weld_private.refuse_failing_welds(wps_ids uuid[], welder_ids uuid[], change text)': rules,
+    'weld_private.refuse_unwelded_examinations(links jsonb, what text)': rules,
+    'weld_private.rule_methods()': rules,
+    'weld_private.selection_examination(selection weld_public.examination_selections)': rules,
+    'weld_private.thickness_words(known boolean, high numeric)': rules,
+    'weld_private.weld_ids_of(list jsonb)': rules,
+    'weld_private.wps_problems(wps_ids uuid[])': rules,
+    'weld_private.tg__approved_wps_qualified()': rules,
+    'weld_private.tg__judged_on()': rules,
+    'weld_private.tg__lock_packages()': rules,
+    'weld_private.tg_inspection_welds__welded()': rules,
+    'weld_private.tg_inspections__welded()': rules,
+    'weld_private.tg_ndt_record_welds__welded()': rules,
+    'weld_private.tg_ndt_records__welded()': rules,
+    'weld_private.tg_test_packages__state_history()': rules,
+    'weld_private.tg_weld_status_history__follow()': rules,
+    'weld_private.tg_weld_status_history__reexamined()': rules,
+    'weld_private.tg_welder_qualifications__renews()': rules,
+    'weld_private.tg_welds__examined_after_welded()': rules,
+    // A migration's helper: the owner's alone.
+    'weld_private.add_calendar_check(tbl regclass, col name)': owner,
     'weld_private.require_role(least_role weld_public.user_role, action text)': rules,
     'weld_private.secure_tenant_table(tbl regclass)': owner,
     'weld_private.seed_code_rules(for_tenant uuid)': owner,
@@ -281,7 +321,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_examination_changes__reason()': owner,
     'weld_private.tg_weld_status_history__ndt_cause()': owner,
     'weld_private.tg_welds__code_checks()': rules,
-    'weld_private.weld_problems(welds weld_public.welds[], pending boolean)': rules,
+    'weld_private.weld_problems(welds weld_public.welds[], pending boolean, include_welders boolean)':
+      rules,
     'weld_private.tg_user_credentials__revoke_sessions()': owner,
     'weld_private.tg_users__revoke_sessions()': owner,
     'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
@@ -315,6 +356,17 @@ test('catalog: each function is executable by exactly the roles that call it', a
       'weld_viewer',
     ),
     'weld_public.welds_checks(weld weld_public.welds)': roles(rules, 'weld_viewer'),
+    'weld_public.wps_checks(wps weld_public.wps)': roles(rules, 'weld_viewer'),
+    'weld_public.welders_continuity(welder weld_public.welders)': roles(rules, 'weld_viewer'),
+    'weld_public.examination_selections_inspection_id(selection weld_public.examination_selections)':
+      roles(rules, 'weld_viewer'),
+    'weld_public.withdraw_test_package(test_package_id uuid, reason text, expected_version integer)':
+      roles(rules, 'weld_viewer'),
+    // A selection as REST and the events show it: every reader, under row security.
+    'weld_hidden.examination_selection_json(s weld_public.examination_selections)': roles(
+      rules,
+      'weld_viewer',
+    ),
     // A computed column: every reader of the tenant (and progressive examination, as weld_rules).
     'weld_public.ndt_record_welds_effective_result(link weld_public.ndt_record_welds)': roles(
       rules,

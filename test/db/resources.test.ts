@@ -111,7 +111,7 @@ test('every resource has a version, 1 when created, that each update bumps', asy
   );
   cases.push(
     ['pqrs', String(pqr), `document_ref = 'DOC-1'`],
-    ['wps', String(wps), `state = 'approved'`],
+    ['wps', String(wps), `thickness_min_in = 0.1875`],
     ['test_packages', String(pkg), `test_pressure_psig = 150`],
   );
   for (const [table, id, set] of cases) {
@@ -180,7 +180,7 @@ test("a change to a resource's lists bumps its version once per transaction; cre
   t.is(await version('wps', wps), 2);
   // The row and its list in one transaction, the row first: one bump.
   await as(a, 'engineer', async (c) => {
-    await c.query(`update weld_public.wps set state = 'approved' where id = $1`, [wps]);
+    await c.query(`update weld_public.wps set thickness_min_in = 0.1875 where id = $1`, [wps]);
     await c.query(`delete from weld_public.wps_pqrs where wps_id = $1 and pqr_id = $2`, [
       wps,
       pqr2,
@@ -345,7 +345,7 @@ test('the welds of a package that is not open keep their data: none moves off or
   const refused = [
     [`update weld_public.welds set welder_id = null where id = $1`, onIso],
     [`update weld_public.welds set size = 6 where id = $1`, onIso],
-    [`update weld_public.welds set welded_on = '2026-01-01' where id = $1`, onIso],
+    [`update weld_public.welds set welded_on = '2026-01-02' where id = $1`, onIso],
     [`update weld_public.welds set iso_id = '${elsewhere}' where id = $1`, onIso], // off its ISO
     [`update weld_public.welds set iso_id = '${a.isoId}' where id = $1`, free], // onto it
     [`update weld_public.welds set material = 'A333' where id = $1`, listed], // listed by it
@@ -378,10 +378,10 @@ test('the welds of a package that is not open keep their data: none moves off or
   t.is(moved.rowCount, 1);
 });
 
-test('a test package moves open -> released -> tested -> closed, or back from released to open; nothing else (WD008)', async (t) => {
+test('a test package moves open -> released -> tested -> closed (each judged ready), or is withdrawn from released to open with a reason; nothing else (WD008)', async (t) => {
   const { owner, a, as } = await setup(t);
   const states = ['open', 'released', 'tested', 'closed'];
-  const allowed = ['open>released', 'released>tested', 'tested>closed', 'released>open'];
+  const judged = ['open>released', 'released>tested', 'tested>closed'];
   const pkg = await as(a, 'engineer', (c) =>
     value<string>(
       c,
@@ -400,13 +400,24 @@ test('a test package moves open -> released -> tested -> closed, or back from re
       const move = as(a, 'engineer', (c) =>
         c.query(`update weld_public.test_packages set state = $2 where id = $1`, [pkg, to]),
       );
-      if (from === 'open' && to === 'released') {
+      if (judged.includes(`${from}>${to}`)) {
         // Allowed as a move, so the readiness rule (which runs after it) has its say: this
         // package has no welds, so it is not ready (WD009, not WD008).
-        const error = await t.throwsAsync(move, undefined, 'open -> released');
-        t.is(sqlstate(error), 'WD009', 'open -> released: refused for readiness, not as a move');
-        t.is(await state(), 'open', 'open -> released: unchanged');
-      } else if (from === to || allowed.includes(`${from}>${to}`)) {
+        const error = await t.throwsAsync(move, undefined, `${from} -> ${to}`);
+        t.is(sqlstate(error), 'WD009', `${from} -> ${to}: refused for readiness, not as a move`);
+        t.is(await state(), from, `${from} -> ${to}: unchanged`);
+      } else if (from === 'released' && to === 'open') {
+        const error = await t.throwsAsync(move, undefined, 'released -> open');
+        t.is(sqlstate(error), 'WD008');
+        t.regex(
+          error?.message ?? '',
+          /withdrawn to open with a reason: POST \/test-packages\/\{id\}\/withdraw/,
+        );
+        await as(a, 'engineer', (c) =>
+          c.query(`select weld_public.withdraw_test_package($1, 'the test is postponed')`, [pkg]),
+        );
+        t.is(await state(), 'open', 'released -> open: withdrawn');
+      } else if (from === to) {
         await move;
         t.is(await state(), to, `${from} -> ${to}`);
       } else {

@@ -21,13 +21,18 @@ async function line(
   for (const [i, count] of counts.entries()) {
     const welderId = await w.qualifiedWelder(fx, `W${i + 1}`, wpsId);
     welders.push(welderId);
-    welds.push(await w.weldsOf(fx, isoId, welderId, `${lineNumber}-W${i + 1}`, count, { wps_id: wpsId }));
+    welds.push(
+      await w.weldsOf(fx, isoId, welderId, `${lineNumber}-W${i + 1}`, count, { wps_id: wpsId }),
+    );
   }
   return { wpsId, isoId, welders, welds };
 }
 
 const tiers = (selections: Array<{ tier: string }>) =>
-  selections.reduce<Record<string, number>>((n, s) => ({ ...n, [s.tier]: (n[s.tier] ?? 0) + 1 }), {});
+  selections.reduce<Record<string, number>>(
+    (n, s) => ({ ...n, [s.tier]: (n[s.tier] ?? 0) + 1 }),
+    {},
+  );
 
 test("344.1.3: the designated lot is the line by default; tenants from before keep 'line_welder'", async (t) => {
   const w = await rulesWorld(t);
@@ -36,7 +41,9 @@ test("344.1.3: the designated lot is the line by default; tenants from before ke
     [w.a.tenantId],
   );
   t.deepEqual(rows, [{ examination_lot: 'line', volumetric_interchangeable: true }]);
-  await t.throwsAsync(w.setting(w.a, 'examination_lot', 'welder_iso'), { message: /check constraint/ });
+  await t.throwsAsync(w.setting(w.a, 'examination_lot', 'welder_iso'), {
+    message: /check constraint/,
+  });
 });
 
 test('341.4.1: the 40-weld, 3-welder line at 5% draws 3, one of each welder (ceil(5% x 40) = 2, raised to 3 welders)', async (t) => {
@@ -127,11 +134,19 @@ test('341.4.1(b)(1): a UT record meets an RT selection; with volumetric_intercha
 test('341.4.1: radiography before a draw counts toward the lot: 3 welds RT-examined, one of each welder -> the draw adds none', async (t) => {
   const w = await rulesWorld(t);
   const l = await line(w, w.a, 'L-4', [14, 13, 13]);
-  await w.recordNdt(w.a, 'RT', 'RT-1', l.welds.map((ids) => [ids[5]!, 'accepted'] as [string, 'accepted']));
+  await w.recordNdt(
+    w.a,
+    'RT',
+    'RT-1',
+    l.welds.map((ids) => [ids[5]!, 'accepted'] as [string, 'accepted']),
+  );
   const counted = await w.selections(w.a);
   t.is(counted.length, 3);
   t.true(counted.every((s) => s.tier === 'examined' && s.state === 'done' && s.seed === null));
-  t.regex(counted[0]!.reason, /^examined: RT report RT-1 of 2026-02-10 counts toward RT 5% of line L-4$/);
+  t.regex(
+    counted[0]!.reason,
+    /^examined: RT report RT-1 of 2026-02-10 counts toward RT 5% of line L-4$/,
+  );
   t.deepEqual(await w.draw(w.a, { line: 'L-4', seed: 9 }), []);
 });
 
@@ -140,7 +155,10 @@ test('341.4.1: an examination from before the lot required it counts at the draw
   const l = await line(w, w.a, 'L-5', [20], { fluid_service: 'category_d', rt_percent: 0 });
   await w.recordNdt(w.a, 'RT', 'RT-1', [[l.welds[0]![0]!, 'accepted']]);
   t.is((await w.selections(w.a)).filter((s) => s.method === 'RT').length, 0, 'no RT lot then');
-  await w.dba("update weld_public.isos set fluid_service = 'normal', rt_percent = 5 where id = $1", [l.isoId]);
+  await w.dba(
+    "update weld_public.isos set fluid_service = 'normal', rt_percent = 5 where id = $1",
+    [l.isoId],
+  );
   const drawn = await w.draw(w.a, { line: 'L-5', seed: 11 });
   t.deepEqual(tiers(drawn), { examined: 1 }, 'the examined weld is the 1 of ceil(5% x 20)');
   t.is(drawn[0]!.weld_id, l.welds[0]![0]);
@@ -151,7 +169,10 @@ test('341.3.4: a weld rejected before the draw is part of the sample: the draw c
   const l = await line(w, w.a, 'L-6', [10, 10], { fluid_service: 'category_d', rt_percent: 0 });
   const rejected = l.welds[0]![0]!;
   await w.recordNdt(w.a, 'RT', 'RT-1', [[rejected, 'rejected']]);
-  await w.dba("update weld_public.isos set fluid_service = 'normal', rt_percent = 5 where id = $1", [l.isoId]);
+  await w.dba(
+    "update weld_public.isos set fluid_service = 'normal', rt_percent = 5 where id = $1",
+    [l.isoId],
+  );
   await w.draw(w.a, { line: 'L-6', seed: 2 });
   const all = await w.selections(w.a);
   t.deepEqual(tiers(all.filter((s) => s.method === 'RT')), { examined: 1, '1': 2, random: 1 });
@@ -166,7 +187,11 @@ test('341.3.4: an RT rejection of a weld not drawn counts it and draws 2 more of
   const record = await w.recordNdt(w.a, 'RT', 'RT-9', [[l.welds[1]![3]!, 'rejected']]);
   const all = await w.selections(w.a);
   t.deepEqual(tiers(all), { examined: 1, '1': 2 });
-  t.true(all.filter((s) => s.tier === '1').every((s) => s.welder_id === l.welders[1] && s.cause_ndt_record_id === record));
+  t.true(
+    all
+      .filter((s) => s.tier === '1')
+      .every((s) => s.welder_id === l.welders[1] && s.cause_ndt_record_id === record),
+  );
 });
 
 test('341.3.4: progressive +2 per rejection by the same welder, +2 for each rejected of those, then every weld of that welder in the lot', async (t) => {
@@ -178,9 +203,17 @@ test('341.3.4: progressive +2 per rejection by the same welder, +2 for each reje
   await w.recordNdt(w.a, 'RT', 'RT-1', [[first.weld_id, 'rejected']]);
   let tier1 = (await w.selections(w.a)).filter((s) => s.tier === '1');
   t.is(tier1.length, 2);
-  t.true(tier1.every((s) => s.welder_id === l.welders[0]), 'the same welder');
+  t.true(
+    tier1.every((s) => s.welder_id === l.welders[0]),
+    'the same welder',
+  );
 
-  await w.recordNdt(w.a, 'RT', 'RT-2', tier1.map((s) => [s.weld_id, 'rejected'] as [string, 'rejected']));
+  await w.recordNdt(
+    w.a,
+    'RT',
+    'RT-2',
+    tier1.map((s) => [s.weld_id, 'rejected'] as [string, 'rejected']),
+  );
   const tier2 = (await w.selections(w.a)).filter((s) => s.tier === '2');
   t.is(tier2.length, 4, '2 for each of the 2 rejected');
   t.true(tier2.every((s) => s.welder_id === l.welders[0]));
@@ -190,7 +223,11 @@ test('341.3.4: progressive +2 per rejection by the same welder, +2 for each reje
   const full = all.filter((s) => s.tier === 'full');
   t.is(full.length, 14 - 1 - 2 - 4, 'every remaining weld of W1 in the lot');
   t.true(full.every((s) => s.welder_id === l.welders[0]));
-  t.is(all.filter((s) => s.welder_id === l.welders[1]).length, 1, "W2's welds: only its random one");
+  t.is(
+    all.filter((s) => s.welder_id === l.welders[1]).length,
+    1,
+    "W2's welds: only its random one",
+  );
   tier1 = all.filter((s) => s.tier === '1');
   t.true(tier1.every((s) => s.state === 'done'));
 });
@@ -219,11 +256,13 @@ test('M341.4: category M counts branch welds: 5 BW + 5 BR + 5 SW at 20% -> ceil(
   t.is(drawn.length, 2);
   t.true(drawn.every((s) => [...butt, ...branch].includes(s.weld_id)));
   t.false(drawn.some((s) => socket.includes(s.weld_id)));
-  const lots = await w.sqlAs<{ welds: number; required: number }>(
-    w.a,
-    'viewer',
-    "select l.welds, l.required from weld_private.lot_status('{RT}', '{L-M}', null) l",
-  ).catch(() => null);
+  const lots = await w
+    .sqlAs<{ welds: number; required: number }>(
+      w.a,
+      'viewer',
+      "select l.welds, l.required from weld_private.lot_status('{RT}', '{L-M}', null) l",
+    )
+    .catch(() => null);
   t.is(lots, null, 'lot_status is private: the viewer reads the ISO examination instead');
   const [examination] = await w.sqlAs<{ welds: number; required: number }>(
     w.a,
@@ -243,11 +282,20 @@ test('341.4.3: severe cyclic asks MT or PT of every socket weld; a PT record mee
   const sockets = await w.weldsOf(w.a, isoId, null, 'SW', 3, { ...common, type: 'SW', size: 1 });
   const [branch] = await w.weldsOf(w.a, isoId, null, 'BR', 1, { ...common, type: 'BR' });
   const mt = await w.draw(w.a, { method: 'MT', line: 'L-S', seed: 1 });
-  t.deepEqual((await w.weldNumbers(mt.map((s) => s.weld_id))), ['SW-01', 'SW-02', 'SW-03']);
+  t.deepEqual(await w.weldNumbers(mt.map((s) => s.weld_id)), ['SW-01', 'SW-02', 'SW-03']);
   const rt = await w.draw(w.a, { method: 'RT', line: 'L-S', seed: 1 });
-  t.deepEqual(rt.map((s) => s.weld_id), [branch], '100% RT of the branch weld');
+  t.deepEqual(
+    rt.map((s) => s.weld_id),
+    [branch],
+    '100% RT of the branch weld',
+  );
 
-  await w.recordNdt(w.a, 'PT', 'PT-1', sockets.map((id) => [id, 'accepted'] as [string, 'accepted']));
+  await w.recordNdt(
+    w.a,
+    'PT',
+    'PT-1',
+    sockets.map((id) => [id, 'accepted'] as [string, 'accepted']),
+  );
   await w.recordNdt(w.a, 'MT', 'MT-1', [[branch!, 'accepted']]);
   const states = (await w.selections(w.a)).map((s) => `${s.weld_number} ${s.method} ${s.state}`);
   t.deepEqual(states, ['BR-01 RT done', 'SW-01 MT done', 'SW-02 MT done', 'SW-03 MT done']);
@@ -258,7 +306,11 @@ test('341.4.1(a): visual examination of 5% in normal service, each welder repres
   const l = await line(w, w.a, 'L-12', [30, 10]);
   const drawn = await w.draw(w.a, { method: 'VT', line: 'L-12', seed: 8 });
   t.is(drawn.length, 2, 'ceil(5% x 40) = 2, one of each welder');
-  await w.recordInspection(w.a, 'visual', drawn.map((s) => s.weld_id));
+  await w.recordInspection(
+    w.a,
+    'visual',
+    drawn.map((s) => s.weld_id),
+  );
   t.true((await w.selections(w.a)).every((s) => s.state === 'done'));
   // A visual rejection of another weld counts it, and draws 2 more of its welder (341.3.4).
   await w.recordInspection(w.a, 'visual', [l.welds[0]![20]!], 'rejected');

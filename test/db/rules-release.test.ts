@@ -24,7 +24,8 @@ async function readyPackage(w: RulesWorld) {
 }
 
 const state = async (w: RulesWorld, packageId: string) =>
-  (await w.dba('select state from weld_public.test_packages where id = $1', [packageId])).rows[0]!.state as string;
+  (await w.dba('select state from weld_public.test_packages where id = $1', [packageId])).rows[0]!
+    .state as string;
 
 test('readiness: 5 accepted, qualified welds, one examined by RT and visually (counted toward both 5% lots): ready, and released', async (t) => {
   const w = await rulesWorld(t);
@@ -46,36 +47,59 @@ test('readiness: a lot not drawn names its shortfall and the welders not represe
     ...(await w.weldsOf(fx, isoId, w2, 'B', 2, { wps_id: wpsId, status: 'ACCEPTED' })),
   ];
   const packageId = await w.testPackage(fx, 'TP-1', { welds });
-  const shortfall = (await w.readiness(fx, packageId)).filter((r) => r.code === 'EXAMINATION_SHORTFALL');
-  t.deepEqual(shortfall.map((r) => r.detail), [
-    "RT 5% of line L-1 requires 2 of its 22 welds examined (5%, every welder's work represented) and has 0 selected, none of welder W1, W2; draw a selection",
-    "VT 5% of line L-1 requires 2 of its 22 welds examined (5%, every welder's work represented) and has 0 selected, none of welder W1, W2; draw a selection",
-  ]);
+  const shortfall = (await w.readiness(fx, packageId)).filter(
+    (r) => r.code === 'EXAMINATION_SHORTFALL',
+  );
+  t.deepEqual(
+    shortfall.map((r) => r.detail),
+    [
+      "RT 5% of line L-1 requires 2 of its 22 welds examined (5%, every welder's work represented) and has 0 selected, none of welder W1, W2; draw a selection",
+      "VT 5% of line L-1 requires 2 of its 22 welds examined (5%, every welder's work represented) and has 0 selected, none of welder W1, W2; draw a selection",
+    ],
+  );
   t.true(shortfall.every((r) => r.iso_id === isoId));
   await w.dba("update weld_public.welds set status = 'VOIDED' where weld_number like 'B-%'");
-  t.regex((await w.readiness(fx, packageId)).find((r) => r.code === 'EXAMINATION_SHORTFALL')!.detail, /requires 1 of its 20 welds/);
+  t.regex(
+    (await w.readiness(fx, packageId)).find((r) => r.code === 'EXAMINATION_SHORTFALL')!.detail,
+    /requires 1 of its 20 welds/,
+  );
 });
 
-test('a release stays released: an ISO set to severe cyclic, its WPS back to draft, the welder\'s qualification deleted are each refused (WD011) and change nothing', async (t) => {
+test("a release stays released: an ISO set to severe cyclic, its WPS back to draft, the welder's qualification deleted are each refused (WD011) and change nothing", async (t) => {
   const w = await rulesWorld(t);
   const p = await readyPackage(w);
   await w.packageState(p.fx, p.packageId, 'released');
   const attempts: Array<[string, string, unknown[]]> = [
-    ['engineer', "update weld_public.isos set fluid_service = 'severe_cyclic' where id = $1", [p.isoId]],
+    [
+      'engineer',
+      "update weld_public.isos set fluid_service = 'severe_cyclic' where id = $1",
+      [p.isoId],
+    ],
     ['engineer', "update weld_public.wps set state = 'draft' where id = $1", [p.wpsId]],
-    ['engineer', 'delete from weld_public.welder_qualifications where id = $1', [p.qualificationId]],
-    ['engineer', "update weld_public.welder_qualifications set revoked_on = '2026-01-20', revocation_reason = 'x' where id = $1", [p.qualificationId]],
+    [
+      'engineer',
+      'delete from weld_public.welder_qualifications where id = $1',
+      [p.qualificationId],
+    ],
+    [
+      'engineer',
+      "update weld_public.welder_qualifications set revoked_on = '2026-01-20', revocation_reason = 'x' where id = $1",
+      [p.qualificationId],
+    ],
   ];
   for (const [role, sql, params] of attempts) {
     const error = await refusal(t, w.sqlAs(p.fx, role as 'engineer', sql, params));
     t.is(error.code, 'WD011', sql);
-    const [held] = (JSON.parse(error.detail!) as { packages: Array<Record<string, unknown>> }).packages;
+    const [held] = (JSON.parse(error.detail!) as { packages: Array<Record<string, unknown>> })
+      .packages;
     t.like(held, { testPackageId: p.packageId, packageNumber: 'TP-1', state: 'released' });
     t.true((held!.reasonCount as number) > 0);
   }
   t.deepEqual(await w.readiness(p.fx, p.packageId), [], 'all of it refused: still ready');
   // A change that leaves it ready is fine.
-  await w.sqlAs(p.fx, 'engineer', "update weld_public.isos set area = 'U-100' where id = $1", [p.isoId]);
+  await w.sqlAs(p.fx, 'engineer', "update weld_public.isos set area = 'U-100' where id = $1", [
+    p.isoId,
+  ]);
 });
 
 test('withdrawal: released -> open only with a reason (withdraw_test_package), kept in the state history; then its WPS may change', async (t) => {
@@ -83,22 +107,61 @@ test('withdrawal: released -> open only with a reason (withdraw_test_package), k
   const p = await readyPackage(w);
   await w.packageState(p.fx, p.packageId, 'released');
   t.is((await refusal(t, w.packageState(p.fx, p.packageId, 'open'))).code, 'WD008');
-  t.is((await refusal(t, w.sqlAs(p.fx, 'engineer', "select weld_public.withdraw_test_package($1, ' ')", [p.packageId]))).code, 'WD004');
-  t.is((await refusal(t, w.sqlAs(p.fx, 'inspector', "select weld_public.withdraw_test_package($1, 'x')", [p.packageId]))).code, 'WD003');
-  await w.sqlAs(p.fx, 'engineer', "select weld_public.withdraw_test_package($1, 'line to become severe cyclic')", [p.packageId]);
+  t.is(
+    (
+      await refusal(
+        t,
+        w.sqlAs(p.fx, 'engineer', "select weld_public.withdraw_test_package($1, ' ')", [
+          p.packageId,
+        ]),
+      )
+    ).code,
+    'WD004',
+  );
+  t.is(
+    (
+      await refusal(
+        t,
+        w.sqlAs(p.fx, 'inspector', "select weld_public.withdraw_test_package($1, 'x')", [
+          p.packageId,
+        ]),
+      )
+    ).code,
+    'WD003',
+  );
+  await w.sqlAs(
+    p.fx,
+    'engineer',
+    "select weld_public.withdraw_test_package($1, 'line to become severe cyclic')",
+    [p.packageId],
+  );
   t.is(await state(w, p.packageId), 'open');
-  const history = await w.sqlAs<{ from_state: string; to_state: string; reason: string | null; changed_by: string }>(
+  const history = await w.sqlAs<{
+    from_state: string;
+    to_state: string;
+    reason: string | null;
+    changed_by: string;
+  }>(
     p.fx,
     'viewer',
     'select from_state, to_state, reason, changed_by from weld_public.test_package_state_changes order by id',
   );
-  t.deepEqual(history.map((h) => [h.from_state, h.to_state, h.reason]), [
-    ['open', 'released', null],
-    ['released', 'open', 'line to become severe cyclic'],
-  ]);
+  t.deepEqual(
+    history.map((h) => [h.from_state, h.to_state, h.reason]),
+    [
+      ['open', 'released', null],
+      ['released', 'open', 'line to become severe cyclic'],
+    ],
+  );
   t.is(history[1]!.changed_by, p.fx.users.engineer);
-  await w.sqlAs(p.fx, 'engineer', "update weld_public.wps set state = 'draft' where id = $1", [p.wpsId]);
-  t.is((await refusal(t, w.packageState(p.fx, p.packageId, 'released'))).code, 'WD009', 'now it is not ready');
+  await w.sqlAs(p.fx, 'engineer', "update weld_public.wps set state = 'draft' where id = $1", [
+    p.wpsId,
+  ]);
+  t.is(
+    (await refusal(t, w.packageState(p.fx, p.packageId, 'released'))).code,
+    'WD009',
+    'now it is not ready',
+  );
 });
 
 test('tested and closed are judged again: a weld rejected after the release keeps the package from tested (WD009)', async (t) => {
@@ -124,7 +187,12 @@ test('a release waits for a rejection in flight, then judges it: WD009, never a 
     [p.fx.tenantId, p.fx.users.inspector],
   );
   await rejecting.query('select weld_public.record_ndt($1)', [
-    JSON.stringify({ method: 'RT', reportNumber: 'RT-9', examinedOn: '2026-03-01', welds: [{ weldId: p.welds[0], result: 'rejected' }] }),
+    JSON.stringify({
+      method: 'RT',
+      reportNumber: 'RT-9',
+      examinedOn: '2026-03-01',
+      welds: [{ weldId: p.welds[0], result: 'rejected' }],
+    }),
   ]);
   let released = false;
   const release = w.packageState(p.fx, p.packageId, 'released').then(
@@ -141,12 +209,28 @@ test('refuse mode judges later changes too: a WPS back to draft, or a qualificat
   const w = await rulesWorld(t);
   const p = await readyPackage(w);
   await w.setting(p.fx, 'weld_checks', 'refuse');
-  let error = await refusal(t, w.sqlAs(p.fx, 'engineer', "update weld_public.wps set state = 'draft' where id = $1", [p.wpsId]));
+  let error = await refusal(
+    t,
+    w.sqlAs(p.fx, 'engineer', "update weld_public.wps set state = 'draft' where id = $1", [
+      p.wpsId,
+    ]),
+  );
   t.is(error.code, 'WD010');
-  t.regex(error.message, /^this change of a WPS would leave weld N-01 on ISO ISO-1 failing the code checks: WPS_NOT_APPROVED$/);
-  error = await refusal(t, w.sqlAs(p.fx, 'engineer', 'delete from weld_public.welder_qualifications where id = $1', [p.qualificationId]));
+  t.regex(
+    error.message,
+    /^this change of a WPS would leave weld N-01 on ISO ISO-1 failing the code checks: WPS_NOT_APPROVED$/,
+  );
+  error = await refusal(
+    t,
+    w.sqlAs(p.fx, 'engineer', 'delete from weld_public.welder_qualifications where id = $1', [
+      p.qualificationId,
+    ]),
+  );
   t.is(error.code, 'WD010');
-  t.deepEqual((JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.map((c) => c.code), ['WELDER_NOT_QUALIFIED']);
+  t.deepEqual(
+    (JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.map((c) => c.code),
+    ['WELDER_NOT_QUALIFIED'],
+  );
 });
 
 test('lock order: correcting an NDT record and recording a new one on the same line, 50 times at once, never deadlock', async (t) => {
@@ -160,20 +244,34 @@ test('lock order: correcting an NDT record and recording a new one on the same l
   const onB = await w.weldsOf(fx, isoB, welderId, 'B', 120, { wps_id: wpsId });
   await w.setting(fx, 'ndt_results_drive_status', false);
   // One record covering a weld of each line: its correction takes both lines' locks.
-  const recordId = await w.recordNdt(fx, 'RT', 'RT-0', [[onA[0]!, 'accepted'], [onB[0]!, 'accepted']]);
+  const recordId = await w.recordNdt(fx, 'RT', 'RT-0', [
+    [onA[0]!, 'accepted'],
+    [onB[0]!, 'accepted'],
+  ]);
   const failures: string[] = [];
   for (let i = 1; i <= 50; i++) {
     const result = i % 2 ? 'rejected' : 'accepted';
     const outcomes = await Promise.allSettled([
       w.sqlAs(fx, 'inspector', 'select weld_public.correct_ndt_record($1, $2, $3)', [
         recordId,
-        JSON.stringify({ welds: [{ weldId: onA[0], result }, { weldId: onB[0], result }] }),
+        JSON.stringify({
+          welds: [
+            { weldId: onA[0], result },
+            { weldId: onB[0], result },
+          ],
+        }),
         `round ${i}`,
       ]),
-      w.recordNdt(fx, 'RT', `RT-${i}`, [[onB[i]!, 'rejected'], [onA[i % 30]!, 'accepted']]),
+      w.recordNdt(fx, 'RT', `RT-${i}`, [
+        [onB[i]!, 'rejected'],
+        [onA[i % 30]!, 'accepted'],
+      ]),
     ]);
     for (const o of outcomes) {
-      if (o.status === 'rejected') failures.push(`${i}: ${(o.reason as { code?: string }).code} ${(o.reason as Error).message}`);
+      if (o.status === 'rejected')
+        failures.push(
+          `${i}: ${(o.reason as { code?: string }).code} ${(o.reason as Error).message}`,
+        );
     }
   }
   t.deepEqual(failures, []);
@@ -181,11 +279,20 @@ test('lock order: correcting an NDT record and recording a new one on the same l
 
 test('readiness: a package is created open by an API role (WD008 otherwise); the owner (a DBA) may release one that is not ready', async (t) => {
   const w = await rulesWorld(t);
-  const error = await refusal(t, w.sqlAs(w.a, 'engineer',
-    "insert into weld_public.test_packages (package_number, test_medium, state) values ('TP-9', 'hydro', 'released')"));
+  const error = await refusal(
+    t,
+    w.sqlAs(
+      w.a,
+      'engineer',
+      "insert into weld_public.test_packages (package_number, test_medium, state) values ('TP-9', 'hydro', 'released')",
+    ),
+  );
   t.is(error.code, 'WD008');
   const packageId = await w.testPackage(w.a, 'TP-1', {});
-  t.deepEqual((await w.readiness(w.a, packageId)).map((r) => r.code), ['NO_WELDS']);
+  t.deepEqual(
+    (await w.readiness(w.a, packageId)).map((r) => r.code),
+    ['NO_WELDS'],
+  );
   await w.dba("update weld_public.test_packages set state = 'released' where id = $1", [packageId]);
   t.is(await state(w, packageId), 'released');
 });
@@ -200,7 +307,13 @@ test('readiness: 2 pending welds name WELD_NOT_ACCEPTED each; the release is WD0
   const packageId = await w.testPackage(fx, 'TP-1', { isos: [isoId] });
   const error = await refusal(t, w.packageState(fx, packageId, 'released'));
   t.is(error.code, 'WD009');
-  const detail = JSON.parse(error.detail!) as { reasons: Array<{ code: string }>; reasonCount: number };
-  t.deepEqual(detail.reasons.map((r) => r.code), ['WELD_NOT_ACCEPTED', 'WELD_NOT_ACCEPTED', 'EXAMINATION_SHORTFALL', 'EXAMINATION_SHORTFALL']);
+  const detail = JSON.parse(error.detail!) as {
+    reasons: Array<{ code: string }>;
+    reasonCount: number;
+  };
+  t.deepEqual(
+    detail.reasons.map((r) => r.code),
+    ['WELD_NOT_ACCEPTED', 'WELD_NOT_ACCEPTED', 'EXAMINATION_SHORTFALL', 'EXAMINATION_SHORTFALL'],
+  );
   t.is(detail.reasonCount, 4);
 });

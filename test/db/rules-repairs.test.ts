@@ -16,7 +16,12 @@ async function repaired(w: RulesWorld, rejectedBy: string[] = ['RT']) {
     else await w.recordNdt(fx, method, `${method}-1`, [[weldId, 'rejected']]);
   }
   await w.repair(fx, weldId);
-  const owed = await w.sqlAs<{ method: string; rewelded_on: string; repair_cycle: number; cause: string }>(
+  const owed = await w.sqlAs<{
+    method: string;
+    rewelded_on: string;
+    repair_cycle: number;
+    cause: string;
+  }>(
     fx,
     'viewer',
     'select method, rewelded_on::text, repair_cycle, cause from weld_public.weld_reexaminations order by method',
@@ -27,10 +32,16 @@ async function repaired(w: RulesWorld, rejectedBy: string[] = ['RT']) {
 test('341.3.3: a weld rejected by RT and repaired owes RT: REEXAMINATION_OPEN until an RT dated on or after the re-weld', async (t) => {
   const w = await rulesWorld(t);
   const r = await repaired(w);
-  t.deepEqual(r.owed.map((o) => [o.method, o.repair_cycle, o.cause]), [['RT', 1, 'RT report RT-1 of 2026-02-10']]);
+  t.deepEqual(
+    r.owed.map((o) => [o.method, o.repair_cycle, o.cause]),
+    [['RT', 1, 'RT report RT-1 of 2026-02-10']],
+  );
   t.is(r.reweldedOn, new Date().toISOString().slice(0, 10), 'the day it left REPAIR (UTC)');
   const [open] = (await w.checks(r.fx, r.weldId)).filter((c) => c.code === 'REEXAMINATION_OPEN');
-  t.is(open!.detail, `repair 1, re-welded on ${r.reweldedOn}, owes a new RT examination (RT or UT) dated on or after that day (B31.3 341.3.3); RT report RT-1 of 2026-02-10 rejected it`);
+  t.is(
+    open!.detail,
+    `repair 1, re-welded on ${r.reweldedOn}, owes a new RT examination (RT or UT) dated on or after that day (B31.3 341.3.3); RT report RT-1 of 2026-02-10 rejected it`,
+  );
 
   // Another method accepts it (and moves it to ACCEPTED): the RT is still owed.
   await w.recordNdt(r.fx, 'MT', 'MT-1', [[r.weldId, 'accepted']], r.reweldedOn);
@@ -44,13 +55,19 @@ test('341.3.3: a weld rejected by RT and repaired owes RT: REEXAMINATION_OPEN un
   t.false((await w.codes(r.fx, r.weldId)).includes('REEXAMINATION_OPEN'));
 });
 
-test('341.3.3: UT, RT\'s volumetric equal, closes an RT re-examination; a weld rejected by RT and visually owes both', async (t) => {
+test("341.3.3: UT, RT's volumetric equal, closes an RT re-examination; a weld rejected by RT and visually owes both", async (t) => {
   const w = await rulesWorld(t);
   const r = await repaired(w, ['RT', 'visual']);
-  t.deepEqual(r.owed.map((o) => o.method), ['RT', 'VT']);
+  t.deepEqual(
+    r.owed.map((o) => o.method),
+    ['RT', 'VT'],
+  );
   await w.recordNdt(r.fx, 'UT', 'UT-1', [[r.weldId, 'accepted']], r.reweldedOn);
   const open = (await w.checks(r.fx, r.weldId)).filter((c) => c.code === 'REEXAMINATION_OPEN');
-  t.deepEqual(open.map((c) => /owes a new (\w+)/.exec(c.detail)![1]), ['VT']);
+  t.deepEqual(
+    open.map((c) => /owes a new (\w+)/.exec(c.detail)![1]),
+    ['VT'],
+  );
   await w.recordInspection(r.fx, 'visual', [r.weldId], 'accepted', r.reweldedOn);
   t.false((await w.codes(r.fx, r.weldId)).includes('REEXAMINATION_OPEN'));
 });
@@ -62,22 +79,38 @@ test("341.3.3: where the tenant refuses failing welds, accepting a repaired weld
   const error = await refusal(t, w.moveWeld(r.fx, 'inspector', r.weldId, 'ACCEPTED'));
   t.is(error.code, 'WD012');
   t.regex(error.message, /^weld N-1 owes a re-examination after its repair: repair 1/);
-  t.deepEqual((JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.map((c) => c.code), ['REEXAMINATION_OPEN']);
+  t.deepEqual(
+    (JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.map((c) => c.code),
+    ['REEXAMINATION_OPEN'],
+  );
   t.deepEqual(await w.statuses(r.weldId), ['PENDING'], 'nothing written');
 
   await w.setting(r.fx, 'weld_checks', 'show');
   await w.moveWeld(r.fx, 'inspector', r.weldId, 'ACCEPTED');
   const packageId = await w.testPackage(r.fx, 'TP-1', { welds: [r.weldId] });
-  t.true((await w.readiness(r.fx, packageId)).some((x) => x.code === 'REEXAMINATION_OPEN' && x.weld_id === r.weldId));
+  t.true(
+    (await w.readiness(r.fx, packageId)).some(
+      (x) => x.code === 'REEXAMINATION_OPEN' && x.weld_id === r.weldId,
+    ),
+  );
 });
 
 test('341.3.3: a second repair owes only what rejected the weld since the first re-weld', async (t) => {
   const w = await rulesWorld(t);
   const r = await repaired(w, ['RT', 'MT']);
-  t.deepEqual(r.owed.map((o) => o.method), ['MT', 'RT']);
+  t.deepEqual(
+    r.owed.map((o) => o.method),
+    ['MT', 'RT'],
+  );
   await w.recordNdt(r.fx, 'RT', 'RT-2', [[r.weldId, 'rejected']], r.reweldedOn);
   await w.repair(r.fx, r.weldId);
-  const second = await w.sqlAs<{ method: string }>(r.fx, 'viewer',
-    'select method from weld_public.weld_reexaminations where repair_cycle = 2');
-  t.deepEqual(second.map((o) => o.method), ['RT']);
+  const second = await w.sqlAs<{ method: string }>(
+    r.fx,
+    'viewer',
+    'select method from weld_public.weld_reexaminations where repair_cycle = 2',
+  );
+  t.deepEqual(
+    second.map((o) => o.method),
+    ['RT'],
+  );
 });

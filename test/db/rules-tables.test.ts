@@ -15,19 +15,22 @@ test('seeded per tenant from the codes: examination rules per fluid service, met
        from weld_public.examination_rules
       group by fluid_service, method, percent, closed_by order by 1`,
   );
-  t.deepEqual(rules.map((r) => r.rule), [
-    'category_d VT 100% of BR,BW,FW,LW,MW,SW,TW',
-    'category_m RT 20% of BR,BW,LW,MW,TW',
-    'category_m VT 100% of BR,BW,FW,LW,MW,SW,TW',
-    'high_pressure RT 100% of BR,BW,MW,TW',
-    'high_pressure VT 100% of BR,BW,FW,LW,MW,SW,TW',
-    'normal RT 5% of BW,MW,TW',
-    'normal VT 5% of BR,BW,FW,LW,MW,SW,TW',
-    'severe_cyclic MT 100% of SW or PT',
-    'severe_cyclic RT 100% of BR or MT,PT',
-    'severe_cyclic RT 100% of BW,MW,TW',
-    'severe_cyclic VT 100% of BR,BW,FW,LW,MW,SW,TW',
-  ]);
+  t.deepEqual(
+    rules.map((r) => r.rule),
+    [
+      'category_d VT 100% of BR,BW,FW,LW,MW,SW,TW',
+      'category_m RT 20% of BR,BW,LW,MW,TW',
+      'category_m VT 100% of BR,BW,FW,LW,MW,SW,TW',
+      'high_pressure RT 100% of BR,BW,MW,TW',
+      'high_pressure VT 100% of BR,BW,FW,LW,MW,SW,TW',
+      'normal RT 5% of BW,MW,TW',
+      'normal VT 5% of BR,BW,FW,LW,MW,SW,TW',
+      'severe_cyclic MT 100% of SW or PT',
+      'severe_cyclic RT 100% of BR or MT,PT',
+      'severe_cyclic RT 100% of BW,MW,TW',
+      'severe_cyclic VT 100% of BR,BW,FW,LW,MW,SW,TW',
+    ],
+  );
   const ranges = await w.sqlAs<{ row: string }>(
     w.a,
     'viewer',
@@ -35,13 +38,16 @@ test('seeded per tenant from the codes: examination rules per fluid service, met
               || ' min ' || coalesce(min_in::text, 'coupon') || ' x' || coalesce(max_factor::text, ' any') as row
        from weld_public.qualification_range_rules order by dimension, lower(coupon), three_layers`,
   );
-  t.deepEqual(ranges.map((r) => r.row), [
-    'diameter [0,1) min coupon x any',
-    'diameter [1,2.875] min 1.000 x any',
-    'diameter (2.875,) min 2.875 x any',
-    'thickness [0,) min coupon x2.00',
-    'thickness [0.5,) 3 layers min coupon x any',
-  ]);
+  t.deepEqual(
+    ranges.map((r) => r.row),
+    [
+      'diameter [0,1) min coupon x any',
+      'diameter [1,2.875] min 1.000 x any',
+      'diameter (2.875,) min 2.875 x any',
+      'thickness [0,) min coupon x2.00',
+      'thickness [0.5,) 3 layers min coupon x any',
+    ],
+  );
   const [counts] = await w.sqlAs<{ t451: number; t424: number }>(
     w.b,
     'viewer',
@@ -80,7 +86,16 @@ test('outside_diameter per B36.10: NPS 1/2 -> 0.840, 3/8 -> 0.675, 2 1/2 -> 2.87
     `select nps::float8 as nps, weld_private.outside_diameter(nps)::float8 as od
        from unnest('{0.5, 0.375, 2.5, 14, 2.2}'::numeric[]) nps`,
   );
-  t.deepEqual(rows.map((r) => [r.nps, r.od]), [[0.5, 0.84], [0.375, 0.675], [2.5, 2.875], [14, 14], [2.2, null]]);
+  t.deepEqual(
+    rows.map((r) => [r.nps, r.od]),
+    [
+      [0.5, 0.84],
+      [0.375, 0.675],
+      [2.5, 2.875],
+      [14, 14],
+      [2.2, null],
+    ],
+  );
 });
 
 test("an ISO's examination per method: 40 welds (14/13/13) at 5% require 3 (every welder), draw, reject one -> 2 progressive open, then met", async (t) => {
@@ -95,7 +110,15 @@ test("an ISO's examination per method: 40 welds (14/13/13) at 5% require 3 (ever
   }
   const examination = async () =>
     (
-      await w.sqlAs<{ method: string; required: number; selected: number; examined: number; shortfall: number; progressive_open: number; welders_not_covered: string[] }>(
+      await w.sqlAs<{
+        method: string;
+        required: number;
+        selected: number;
+        examined: number;
+        shortfall: number;
+        progressive_open: number;
+        welders_not_covered: string[];
+      }>(
         w.a,
         'viewer',
         `select e.method, e.required, e.selected, e.examined, e.shortfall, e.progressive_open,
@@ -104,13 +127,28 @@ test("an ISO's examination per method: 40 welds (14/13/13) at 5% require 3 (ever
         [isoId],
       )
     )[0]!;
-  t.like(await examination(), { required: 3, selected: 0, shortfall: 3, welders_not_covered: [...welders].sort() });
+  t.like(await examination(), {
+    required: 3,
+    selected: 0,
+    shortfall: 3,
+    welders_not_covered: [...welders].sort(),
+  });
   const drawn = await w.draw(w.a, { iso: isoId, seed: 42 });
   t.like(await examination(), { selected: 3, shortfall: 0, welders_not_covered: [] });
-  await w.recordNdt(w.a, 'RT', 'RT-1', drawn.map((s, i) => [s.weld_id, i === 0 ? 'rejected' : 'accepted']));
+  await w.recordNdt(
+    w.a,
+    'RT',
+    'RT-1',
+    drawn.map((s, i) => [s.weld_id, i === 0 ? 'rejected' : 'accepted']),
+  );
   t.like(await examination(), { selected: 5, examined: 3, progressive_open: 2 });
   const tier1 = (await w.selections(w.a)).filter((s) => s.tier === '1');
-  await w.recordNdt(w.a, 'RT', 'RT-2', tier1.map((s) => [s.weld_id, 'accepted']));
+  await w.recordNdt(
+    w.a,
+    'RT',
+    'RT-2',
+    tier1.map((s) => [s.weld_id, 'accepted']),
+  );
   t.like(await examination(), { selected: 5, examined: 5, progressive_open: 0 });
 });
 
@@ -123,15 +161,26 @@ test("refuse mode: an engineer's write that leaves a weld unqualified, on a draf
   /** An engineer's insert of a weld in order but for `extra`. */
   const write = (number: string, extra: Record<string, unknown>) => {
     const row: Record<string, unknown> = {
-      iso_id: isoId, weld_number: number, type: 'BW', size: 4, wall_thickness: 0.237,
-      welder_id: welderId, wps_id: wpsId, welded_on: '2026-02-01',
-      base_metal_1_p_number: '1', base_metal_2_p_number: '1', ...extra,
+      iso_id: isoId,
+      weld_number: number,
+      type: 'BW',
+      size: 4,
+      wall_thickness: 0.237,
+      welder_id: welderId,
+      wps_id: wpsId,
+      welded_on: '2026-02-01',
+      base_metal_1_p_number: '1',
+      base_metal_2_p_number: '1',
+      ...extra,
     };
     const names = Object.keys(row);
-    return w.sqlAs<{ id: string }>(w.a, 'engineer',
+    return w.sqlAs<{ id: string }>(
+      w.a,
+      'engineer',
       `insert into weld_public.welds (${names.join(', ')})
        values (${names.map((_, i) => `$${i + 1}`).join(', ')}) returning id`,
-      Object.values(row));
+      Object.values(row),
+    );
   };
   const [shown] = await write('S-1', { wps_id: draft });
   t.deepEqual(await w.codes(w.a, shown!.id), ['WPS_NOT_APPROVED'], "'show' only shows");
@@ -145,7 +194,12 @@ test("refuse mode: an engineer's write that leaves a weld unqualified, on a draf
   ] as const) {
     const error = await refusal(t, write(n, extra));
     t.is(error.code, 'WD010', n);
-    t.true((JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.some((c) => c.code === code), n);
+    t.true(
+      (JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.some(
+        (c) => c.code === code,
+      ),
+      n,
+    );
   }
   await write('R-5', { wall_thickness: null });
   t.pass('DATA_MISSING alone is written');

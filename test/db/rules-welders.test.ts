@@ -70,7 +70,9 @@ test('QW-452.1(b): t = 1/2 in. in three layers qualifies any thickness (a 1.4 in
   const w = await rulesWorld(t);
   const q = await welderWith(w, { coupon_thickness_in: 0.5, three_layers: true });
   t.true(await qualified(w, q.fx, await q.weld({ wall_thickness: 1.4 })));
-  await w.dba('update weld_public.welder_qualifications set three_layers = false where id = $1', [q.qualificationId]);
+  await w.dba('update weld_public.welder_qualifications set three_layers = false where id = $1', [
+    q.qualificationId,
+  ]);
   t.false(await qualified(w, q.fx, await q.weld({ wall_thickness: 1.01 })));
   await w.dba(
     'update weld_public.welder_qualifications set three_layers = true, coupon_thickness_in = 0.4 where id = $1',
@@ -89,7 +91,11 @@ test('QW-303.1: a socket weld on NPS 1 passes with a groove qualification of a 6
   const groove = await q.weld({ type: 'BW', size: 1, wall_thickness: 0.2 });
   t.deepEqual((await w.codes(q.fx, groove)).sort(), ['WELDER_NOT_QUALIFIED', 'WPS_RANGE']);
   const fillet = await q.weld({ type: 'FW', size: 1, wall_thickness: null });
-  t.deepEqual(await w.checks(q.fx, fillet), [], 'a fillet weld needs no wall thickness for these checks');
+  t.deepEqual(
+    await w.checks(q.fx, fillet),
+    [],
+    'a fillet weld needs no wall thickness for these checks',
+  );
 });
 
 test('QW-303.2: a fillet qualification covers fillet and socket welds only: a butt weld is not qualified', async (t) => {
@@ -107,19 +113,31 @@ test('QW-322.1(a): a GTAW+SMAW qualification lapses per process: GTAW welds keep
   const fx = w.a;
   const isoId = await w.iso(fx, 'ISO-1', 'L-1');
   const gtaw = await w.wps(fx, 'WPS-G', 'GTAW');
-  const both = await w.wps(fx, 'WPS-GS', 'GTAW+SMAW', {}, [
-    await w.pqr(fx, 'PQR-GS', 'GTAW+SMAW'),
-  ]);
+  const both = await w.wps(fx, 'WPS-GS', 'GTAW+SMAW', {}, [await w.pqr(fx, 'PQR-GS', 'GTAW+SMAW')]);
   const welderId = await w.welder(fx, 'W1');
   await w.qualification(fx, welderId, { process: 'GTAW+SMAW' });
   for (const [n, day] of ['2026-03-01', '2026-06-01', '2026-08-20'].entries()) {
     await w.weld(fx, isoId, `G-${n}`, { welder_id: welderId, wps_id: gtaw, welded_on: day });
   }
-  const later = await w.weld(fx, isoId, 'GS-1', { welder_id: welderId, wps_id: both, welded_on: '2026-09-01' });
+  const later = await w.weld(fx, isoId, 'GS-1', {
+    welder_id: welderId,
+    wps_id: both,
+    welded_on: '2026-09-01',
+  });
   const [check] = (await w.checks(fx, later)).filter((c) => c.code === 'WELDER_NOT_QUALIFIED');
   t.regex(check!.detail, /for SMAW: .*lapsed for SMAW on 2026-07-11 \(QW-322\.1\(a\)\)/);
   t.notRegex(check!.detail, /for GTAW and SMAW/, 'GTAW is covered');
-  t.true(await qualified(w, fx, await w.weld(fx, isoId, 'G-9', { welder_id: welderId, wps_id: gtaw, welded_on: '2026-09-01' })));
+  t.true(
+    await qualified(
+      w,
+      fx,
+      await w.weld(fx, isoId, 'G-9', {
+        welder_id: welderId,
+        wps_id: gtaw,
+        welded_on: '2026-09-01',
+      }),
+    ),
+  );
 
   const on = await status(w, fx, welderId, '2026-09-01');
   t.deepEqual(
@@ -129,13 +147,18 @@ test('QW-322.1(a): a GTAW+SMAW qualification lapses per process: GTAW welds keep
       ['SMAW', 'lapsed', '2026-07-10'],
     ],
   );
-  t.regex(on[1]!.reasons[0]!, /^lapsed for SMAW on 2026-07-11: no SMAW use recorded for more than 6 months after 2026-01-10/);
+  t.regex(
+    on[1]!.reasons[0]!,
+    /^lapsed for SMAW on 2026-07-11: no SMAW use recorded for more than 6 months after 2026-01-10/,
+  );
 });
 
 test('QW-322.1(a): a documented use in the continuity log extends its process; one after the lapse revives nothing', async (t) => {
   const w = await rulesWorld(t);
   const q = await welderWith(w, {});
-  await w.sqlAs(q.fx, 'inspector',
+  await w.sqlAs(
+    q.fx,
+    'inspector',
     `insert into weld_public.welder_continuity (welder_id, used_on, process, reference)
      values ($1, '2026-05-01', 'SMAW', 'shop log 17'), ($1, '2026-05-01', 'GTAW', 'shop log 17')`,
     [q.welderId],
@@ -145,7 +168,9 @@ test('QW-322.1(a): a documented use in the continuity log extends its process; o
 
   await w.dba('delete from weld_public.welder_continuity where welder_id = $1', [q.welderId]);
   await w.dba('delete from weld_public.welds where welder_id = $1', [q.welderId]);
-  await w.sqlAs(q.fx, 'inspector',
+  await w.sqlAs(
+    q.fx,
+    'inspector',
     `insert into weld_public.welder_continuity (welder_id, used_on, process, reference)
      values ($1, '2026-08-01', 'SMAW', 'too late')`,
     [q.welderId],
@@ -153,17 +178,31 @@ test('QW-322.1(a): a documented use in the continuity log extends its process; o
   const [after] = await status(w, q.fx, q.welderId, '2026-08-02');
   t.is(after!.state, 'lapsed', 'lapsed on 2026-07-11: a use on 2026-08-01 does not revive it');
 
-  const log = await w.sqlAs<{ used_on: string; process: string; source: string; reference: string }>(
+  const log = await w.sqlAs<{
+    used_on: string;
+    process: string;
+    source: string;
+    reference: string;
+  }>(
     q.fx,
     'viewer',
     `select c.used_on::text, c.process, c.source, c.reference
        from weld_public.welders w, weld_public.welders_continuity(w) c where w.id = $1`,
     [q.welderId],
   );
-  t.deepEqual(log, [{ used_on: '2026-08-01', process: 'SMAW', source: 'document', reference: 'too late' }]);
-  const recorded = await w.sqlAs<{ recorded_by: string }>(q.fx, 'viewer', 'select recorded_by from weld_public.welder_continuity');
+  t.deepEqual(log, [
+    { used_on: '2026-08-01', process: 'SMAW', source: 'document', reference: 'too late' },
+  ]);
+  const recorded = await w.sqlAs<{ recorded_by: string }>(
+    q.fx,
+    'viewer',
+    'select recorded_by from weld_public.welder_continuity',
+  );
   t.is(recorded[0]!.recorded_by, q.fx.users.inspector, 'who recorded it is the signed-in user');
-  const error = await refusal(t, w.sqlAs(q.fx, 'inspector', 'delete from weld_public.welder_continuity'));
+  const error = await refusal(
+    t,
+    w.sqlAs(q.fx, 'inspector', 'delete from weld_public.welder_continuity'),
+  );
   t.is(error.code, '42501', 'the log is append-only');
 });
 
@@ -176,7 +215,11 @@ test('QW-322.1(a): the continuity log lists each weld once per process of its WP
   await w.weld(fx, isoId, 'A-1', { welder_id: welderId, wps_id: both, welded_on: '2026-03-01' });
   await w.weld(fx, isoId, 'A-2', { welder_id: welderId, wps_id: both, welded_on: null });
   await w.insert('welder_continuity', {
-    tenant_id: fx.tenantId, welder_id: welderId, used_on: '2026-04-01', process: 'FCAW', reference: 'log 1',
+    tenant_id: fx.tenantId,
+    welder_id: welderId,
+    used_on: '2026-04-01',
+    process: 'FCAW',
+    reference: 'log 1',
   });
   const log = await w.sqlAs<{ entry: string }>(
     fx,
@@ -185,17 +228,22 @@ test('QW-322.1(a): the continuity log lists each weld once per process of its WP
        from weld_public.welders w, weld_public.welders_continuity(w) c where w.id = $1`,
     [welderId],
   );
-  t.deepEqual(log.map((r) => r.entry), [
-    '2026-04-01 FCAW document log 1',
-    '2026-03-01 GTAW weld weld A-1 on ISO ISO-1, WPS WPS-GS rev 0',
-    '2026-03-01 SMAW weld weld A-1 on ISO ISO-1, WPS WPS-GS rev 0',
-  ]);
+  t.deepEqual(
+    log.map((r) => r.entry),
+    [
+      '2026-04-01 FCAW document log 1',
+      '2026-03-01 GTAW weld weld A-1 on ISO ISO-1, WPS WPS-GS rev 0',
+      '2026-03-01 SMAW weld weld A-1 on ISO ISO-1, WPS WPS-GS rev 0',
+    ],
+  );
 });
 
 test('QW-322.1(b): a revoked qualification covers nothing welded from the day it was revoked; its status says why', async (t) => {
   const w = await rulesWorld(t);
   const q = await welderWith(w, {});
-  await w.sqlAs(q.fx, 'engineer',
+  await w.sqlAs(
+    q.fx,
+    'engineer',
     `update weld_public.welder_qualifications
         set revoked_on = '2026-03-01', revocation_reason = 'two rejected welds in a week' where id = $1`,
     [q.qualificationId],
@@ -207,10 +255,15 @@ test('QW-322.1(b): a revoked qualification covers nothing welded from the day it
   const [revoked] = await status(w, q.fx, q.welderId, '2026-03-02');
   t.is(revoked!.state, 'revoked');
   t.is(revoked!.reasons[0], 'revoked on 2026-03-01: two rejected welds in a week (QW-322.1(b))');
-  const error = await refusal(t, w.sqlAs(q.fx, 'engineer',
-    "update weld_public.welder_qualifications set revoked_on = '2026-03-01', revocation_reason = null where id = $1",
-    [q.qualificationId],
-  ));
+  const error = await refusal(
+    t,
+    w.sqlAs(
+      q.fx,
+      'engineer',
+      "update weld_public.welder_qualifications set revoked_on = '2026-03-01', revocation_reason = null where id = $1",
+      [q.qualificationId],
+    ),
+  );
   t.is(error.code, '23514', 'a revocation has a date and a reason');
 });
 
@@ -219,7 +272,9 @@ test('QW-322.2: a renewal is a new dated qualification of the same welder; it co
   const q = await welderWith(w, {});
   const lapsedWeld = await q.weld({ welded_on: '2026-09-01' });
   t.false(await qualified(w, q.fx, lapsedWeld), 'lapsed on 2026-07-11');
-  const renewal = await w.sqlAs<{ id: string }>(q.fx, 'engineer',
+  const renewal = await w.sqlAs<{ id: string }>(
+    q.fx,
+    'engineer',
     `insert into weld_public.welder_qualifications
        (welder_id, process, qualified_on, coupon_diameter_in, coupon_thickness_in, renews_qualification_id)
      values ($1, 'SMAW', '2026-08-15', 6.625, 0.5, $2) returning id`,
@@ -227,11 +282,16 @@ test('QW-322.2: a renewal is a new dated qualification of the same welder; it co
   );
   t.true(await qualified(w, q.fx, lapsedWeld));
   const other = await w.welder(q.fx, 'W2');
-  const error = await refusal(t, w.sqlAs(q.fx, 'engineer',
-    `insert into weld_public.welder_qualifications (welder_id, process, qualified_on, renews_qualification_id)
+  const error = await refusal(
+    t,
+    w.sqlAs(
+      q.fx,
+      'engineer',
+      `insert into weld_public.welder_qualifications (welder_id, process, qualified_on, renews_qualification_id)
      values ($1, 'SMAW', '2026-08-15', $2)`,
-    [other, renewal[0]!.id],
-  ));
+      [other, renewal[0]!.id],
+    ),
+  );
   t.is(error.code, 'WD007');
 });
 
@@ -264,11 +324,16 @@ test('ranges: stated ranges win over the coupon; the PQR stands in for a missing
   t.true(await qualified(w, q.fx, await q.weld({ size: 0.5, wall_thickness: 0.109 })));
   await w.dba(
     'update weld_public.welder_qualifications set diameter_min_in = null, coupon_diameter_in = null, coupon_thickness_in = null, pqr_id = $2 where id = $1',
-    [q.qualificationId, await w.pqr(q.fx, 'PQR-X', 'SMAW', { diameter_tested_in: 3.5, thickness_tested_in: 0.25 })],
+    [
+      q.qualificationId,
+      await w.pqr(q.fx, 'PQR-X', 'SMAW', { diameter_tested_in: 3.5, thickness_tested_in: 0.25 }),
+    ],
   );
   t.true(await qualified(w, q.fx, await q.weld({ size: 2.5, wall_thickness: 0.5 })));
   t.false(await qualified(w, q.fx, await q.weld({ size: 2.5, wall_thickness: 0.51 })));
-  await w.dba('update weld_public.welder_qualifications set pqr_id = null where id = $1', [q.qualificationId]);
+  await w.dba('update weld_public.welder_qualifications set pqr_id = null where id = $1', [
+    q.qualificationId,
+  ]);
   const unknown = await q.weld();
   const [check] = (await w.checks(q.fx, unknown)).filter((c) => c.code === 'WELDER_NOT_QUALIFIED');
   t.regex(check!.detail, /diameter range unknown/);

@@ -7,6 +7,8 @@ import {
   FLUID_SERVICES,
   INSPECTION_KINDS,
   NDT_METHODS,
+  CALENDAR,
+  QUALIFICATION_JOINTS,
   QUALIFICATION_RANGE_DIMENSIONS,
   QUALIFICATION_STATES,
   READINESS_CODES,
@@ -61,7 +63,7 @@ test('enums, checked value lists and request roles match the database', async (t
   t.deepEqual(await checkedValues('weld_public.inspections', 'kind'), [...INSPECTION_KINDS]);
   t.deepEqual(await checkedValues('weld_public.test_packages', 'test_medium'), [...TEST_MEDIA]);
   t.deepEqual(await checkedValues('weld_public.test_packages', 'state'), [...TEST_PACKAGE_STATES]);
-  // The code rules (migration 000009): selections, the tenant's settings, the range rules.
+  // The code rules (migrations 000009, 000017): selections, the tenant's settings, the rule tables.
   t.deepEqual(await checkedValues('weld_public.examination_selections', 'tier'), [
     ...SELECTION_TIERS,
   ]);
@@ -72,13 +74,25 @@ test('enums, checked value lists and request roles match the database', async (t
   t.deepEqual(await checkedValues('weld_public.examination_rules', 'fluid_service'), [
     ...FLUID_SERVICES,
   ]);
-  t.deepEqual(await checkedValues('weld_public.examination_rules', 'weld_types'), [...WELD_TYPES]);
+  t.deepEqual(await checkedValues('weld_public.examination_rules', 'weld_type'), [...WELD_TYPES]);
+  t.deepEqual(await checkedValues('weld_public.welder_qualifications', 'joint'), [
+    ...QUALIFICATION_JOINTS,
+  ]);
   t.deepEqual(await checkedValues('weld_public.tenant_settings', 'examination_lot'), [
     ...EXAMINATION_LOTS,
   ]);
   t.deepEqual(await checkedValues('weld_public.tenant_settings', 'weld_checks'), [
     ...WELD_CHECK_MODES,
   ]);
+  // The calendar every date column allows (000017).
+  const [calendar] = await superuserQuery<{ def: string }>(
+    rootUrl,
+    `select pg_get_constraintdef(oid) as def from pg_constraint where conname = 'welds_welded_on_calendar'`,
+  );
+  t.deepEqual(
+    [...calendar!.def.matchAll(/'([0-9-]+)'::date/g)].map((m) => m[1]),
+    [CALENDAR.first, CALENDAR.last],
+  );
   t.deepEqual(await checkedValues('weld_public.qualification_range_rules', 'dimension'), [
     ...QUALIFICATION_RANGE_DIMENSIONS,
   ]);

@@ -11,7 +11,7 @@ export interface TenantFixture {
   welderId: string;
   /** One user per role, by role name. */
   users: Record<'viewer' | 'inspector' | 'engineer' | 'admin', string>;
-  /** Creates a weld on the fixture's ISO in the given status and returns its id. */
+  /** Creates a weld on the fixture's ISO in the given status, welded on 2026-01-01; its id. */
   weld: (status?: string, number?: string) => Promise<string>;
 }
 
@@ -43,8 +43,8 @@ export async function tenantFixture(owner: pg.Client, slug: string): Promise<Ten
   let count = 0;
   const weld = async (status = 'PENDING', number = `W-${++count}`) =>
     one(
-      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, status, welder_id)
-       values ($1, $2, $3, 'BW', 4, $4, $5) returning id`,
+      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, status, welder_id, welded_on)
+       values ($1, $2, $3, 'BW', 4, $4, $5, '2026-01-01') returning id`,
       [tenantId, isoId, number, status, welderId],
     );
   return { tenantId, isoId, welderId, users, weld };

@@ -51,7 +51,11 @@ export const detailOf = (error: unknown) =>
 export async function rulesWorld(t: ExecutionContext) {
   const { owner, pool, a, b } = await twoTenants(t);
   const as = <T>(fx: TenantFixture, role: Role, work: (c: pg.PoolClient) => Promise<T>) =>
-    withContext(pool, { role: `weld_${role}`, tenantId: fx.tenantId, userId: fx.users[role] }, work);
+    withContext(
+      pool,
+      { role: `weld_${role}`, tenantId: fx.tenantId, userId: fx.users[role] },
+      work,
+    );
 
   const columns = (row: Row) => {
     const keys = Object.keys(row);
@@ -159,7 +163,12 @@ export async function rulesWorld(t: ExecutionContext) {
     return ids;
   };
   /** A welder qualified for `process` (SMAW by default), and the WPS they weld with. */
-  const qualifiedWelder = async (fx: TenantFixture, stamp: string, wpsId: string, extra: Row = {}) => {
+  const qualifiedWelder = async (
+    fx: TenantFixture,
+    stamp: string,
+    wpsId: string,
+    extra: Row = {},
+  ) => {
     const id = await welder(fx, stamp);
     const { rows } = await owner.query<{ process: string }>(
       'select process from weld_public.wps where id = $1',
@@ -212,9 +221,12 @@ export async function rulesWorld(t: ExecutionContext) {
     inspectedOn = '2026-02-10',
   ) =>
     (
-      await sqlAs<{ id: string }>(fx, 'inspector', 'select id from weld_public.record_inspection($1)', [
-        JSON.stringify({ kind, inspectorName: 'QC', inspectedOn, result, weldIds }),
-      ])
+      await sqlAs<{ id: string }>(
+        fx,
+        'inspector',
+        'select id from weld_public.record_inspection($1)',
+        [JSON.stringify({ kind, inspectorName: 'QC', inspectedOn, result, weldIds })],
+      )
     )[0]!.id;
   const moveWeld = (fx: TenantFixture, role: Role, weldId: string, to: string, reason?: string) =>
     sqlAs(fx, role, 'select weld_public.change_weld_status($1, $2, $3)', [
@@ -270,7 +282,11 @@ export async function rulesWorld(t: ExecutionContext) {
       test_medium: 'hydro',
     });
     for (const isoId of members.isos ?? []) {
-      await link('test_package_isos', { tenant_id: fx.tenantId, test_package_id: id, iso_id: isoId });
+      await link('test_package_isos', {
+        tenant_id: fx.tenantId,
+        test_package_id: id,
+        iso_id: isoId,
+      });
     }
     for (const weldId of members.welds ?? []) {
       await link('test_package_welds', {
