@@ -31,6 +31,8 @@ export const REGISTER_COLUMNS = [
   'wpsNumber',
   'wpsRevision',
   'weldedOn',
+  'baseMetal1PNumber',
+  'baseMetal2PNumber',
 ] as const;
 /** What export adds; import accepts them and leaves them alone (the lifecycle owns them). */
 export const REGISTER_READ_ONLY_COLUMNS = ['status', 'repairCycle', 'version'] as const;
@@ -140,8 +142,8 @@ async function importWelds(
     withQueryTimeout(
       copyFrom(
         'copy pg_temp.weld_import_rows (line, iso_number, line_number, weld_number, type, size, ' +
-          'schedule, wall_thickness, material, welder_stamp, wps_number, wps_revision, welded_on) ' +
-          'from stdin',
+          'schedule, wall_thickness, material, welder_stamp, wps_number, wps_revision, welded_on, ' +
+          'base_metal_1, base_metal_2) from stdin',
       ),
       LONG_STATEMENT_MS,
     ),
@@ -406,7 +408,9 @@ export async function exportWelds(
              weld_hidden.spreadsheet_text(wr.stamp) as "welderStamp",
              weld_hidden.spreadsheet_text(p.wps_number) as "wpsNumber",
              weld_hidden.spreadsheet_text(p.revision) as "wpsRevision",
-             r.welded_on as "weldedOn", r.status, r.repair_cycle as "repairCycle", r.version
+             r.welded_on as "weldedOn", r.base_metal_1_p_number as "baseMetal1PNumber",
+             r.base_metal_2_p_number as "baseMetal2PNumber",
+             r.status, r.repair_cycle as "repairCycle", r.version
         from weld_public.welds r
         join weld_public.isos i on i.tenant_id = r.tenant_id and i.id = r.iso_id
         left join weld_public.welders wr on wr.tenant_id = r.tenant_id and wr.id = r.welder_id

@@ -7,14 +7,19 @@
 //   GET  /examination-selections               the selections, keyset pages by (selectedAt, id)
 //   GET  /examination-selections/{id}          one selection
 //   GET  /isos/{id}/examination                what the ISO's lots require, per method
-//   GET  /welders/{id}/qualification-status    the welder's qualifications on a date (QW-322)
-//   GET  /welds/{id}/checks                    what is wrong with a weld (data, WPS, welder)
+//   GET  /welders/{id}/qualification-status    the welder's qualifications on a date, per process
+//   GET  /welders/{id}/continuity              the welder's uses of each process (QW-322.1(a))
+//   POST /welders/{id}/continuity              a documented use (inspector and above)
+//   GET  /welds/{id}/checks                    what is wrong with a weld (data, WPS, welder, repair)
+//   GET  /wps/{id}/checks                      what keeps a WPS from being qualified by its PQRs
 //   GET  /test-packages/{id}/readiness         why a test package may not be released yet
+//   POST /test-packages/{id}/withdraw          a released package back to open, with a reason
 //
-// Progressive selections (tiers 1, 2 and full) are made by SQL inside POST /ndt-records when a
-// selected weld is rejected; they show up here. Releasing a package that is not ready (PATCH
-// /test-packages/{id} {"state": "released"}) and, where the tenant refuses them, welds failing
-// the checks are refused by SQL (WD009, WD010: server/http/problem.ts).
+// Counted and progressive selections are made by SQL inside POST /ndt-records and POST
+// /inspections (visual) when an examination covers a weld of a lot; they show up here. Releasing,
+// testing or closing a package that is not ready, a change that would leave a released one not
+// ready, a WPS approved without what qualifies it and, where the tenant refuses them, welds
+// failing the checks are refused by SQL (WD009 to WD013: server/http/problem.ts).
 //
 // Dates are YYYY-MM-DD text and numerics float8, as in resource.ts; each answer is built in one
 // statement, so a list and its verdict (readiness: `ready` is "no reasons") come from one snapshot.
@@ -23,6 +28,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import {
+  CONTINUITY_SOURCES,
   EXAMINATION_LOTS,
   NDT_METHODS,
   QUALIFICATION_STATES,
@@ -31,13 +37,37 @@ import {
   SELECTION_TIERS,
   TEST_PACKAGE_STATES,
   WELD_CHECK_CODES,
+  WELDING_PROCESSES,
 } from '../db/vocabulary.ts';
 import { problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
-import { cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
-import { calendarDate, pathId } from './resource.ts';
+import {
+  cursorParam,
+  encodeTextCursor,
+  limitParam,
+  pageOf,
+  sendPage,
+  textCursorParam,
+} from './pagination.ts';
+import {
+  calendarDate,
+  expectedVersion,
+  itemsFrom,
+  pathId,
+  sendItemJson,
+  type ItemJson,
+} from './resource.ts';
+import { testPackages } from './test-packages.ts';
+
+/** A row of the continuity log as read, with the welder (to tell 404 from an empty log). */
+interface ContinuityRow {
+  welder: string;
+  usedOn: string | null;
+  key: string;
+  [field: string]: unknown;
+}
 
 /** The largest seed: the largest integer JSON numbers carry exactly (2^53 - 1). */
 export const MAX_SEED = Number.MAX_SAFE_INTEGER;
@@ -56,14 +86,17 @@ export const ExaminationSelection = z
     tier: z
       .enum(SELECTION_TIERS)
       .describe(
-        'random: the sample a draw took; 1: two more of the lot after a random one was rejected; 2: two more after a tier 1 was rejected; full: every remaining weld of the lot after a tier 2 was rejected',
+        "random: the sample a draw took; examined: counted toward the lot because an examination that meets it already covered the weld; 1: two more of the same welder's welds in the lot after a random or examined one was rejected; 2: two more after a tier 1 was rejected; full: every remaining weld of that welder in the lot after a tier 2 was rejected",
       ),
     seed: z
       .number()
       .int()
       .min(0)
       .max(MAX_SEED)
-      .describe("the draw's seed (progressive tiers: the seed of the selection that caused them)"),
+      .nullable()
+      .describe(
+        "the draw's seed (progressive tiers: the seed of the selection that caused them); null for examined selections and the tiers they cause",
+      ),
     reason: z.string().describe('why it was selected, in words'),
     causeSelectionId: z
       .uuid()
@@ -73,15 +106,25 @@ export const ExaminationSelection = z
       .uuid()
       .nullable()
       .describe('progressive tiers: the NDT record that rejected it'),
+    causeInspectionId: z
+      .uuid()
+      .nullable()
+      .describe('progressive VT tiers: the visual inspection that rejected it'),
     ndtRecordId: z
       .uuid()
       .nullable()
       .describe(
-        'the NDT record of this method that covers the weld and so made the selection done (the earliest); null while open',
+        'the NDT record that met the selection (the earliest examination that meets it); null while open, or when a visual inspection met it',
       ),
+    inspectionId: z
+      .uuid()
+      .nullable()
+      .describe('the visual inspection that met a VT selection; null otherwise'),
     state: z
       .enum(SELECTION_STATES)
-      .describe('open until an NDT record of its method covers the weld, whatever its result'),
+      .describe(
+        'open until an examination that meets it covers the weld (its method, or one that stands for it: UT for RT where the tenant has them interchangeable, PT for MT, a visual inspection for VT), dated on or after the weld was welded, whatever its result; then done',
+      ),
     selectedBy: z.uuid().nullable().describe('the user who drew it, or whose NDT record caused it'),
     selectedAt: z.iso.datetime(),
   })
@@ -134,21 +177,19 @@ export const DrawResult = z.object({
     .describe('the selections this draw made; empty when no lot was short'),
 });
 
-/** One selection as JSON, the selection being `s` (its weld `w`, the weld's ISO `i`). */
+/**
+ * Selections as JSON (the shape the events carry too, weld_hidden.examination_selection_json),
+ * the selection being `s`, its weld `w` and the weld's ISO `i` (the filters read them).
+ */
 const SELECTION_FROM = `
-  select s.id, s.weld_id as "weldId", w.iso_id as "isoId", w.welder_id as "welderId",
-         i.line_number as "lineNumber", s.method, s.tier, s.seed::float8 as seed, s.reason,
-         s.cause_selection_id as "causeSelectionId", s.cause_ndt_record_id as "causeNdtRecordId",
-         weld_public.examination_selections_ndt_record_id(s) as "ndtRecordId",
-         weld_public.examination_selections_state(s) as state,
-         s.selected_by as "selectedBy", s.selected_at as "selectedAt"
+  select s.id, weld_hidden.examination_selection_json(s) as selection
     from weld_public.examination_selections s
     join weld_public.welds w on w.tenant_id = s.tenant_id and w.id = s.weld_id
     join weld_public.isos i on i.tenant_id = w.tenant_id and i.id = w.iso_id`;
 
 /** The list's filters, each SQL with one `?`. */
 const SELECTION_FILTERS = {
-  state: 'weld_public.examination_selections_state(s) = ?',
+  state: 'weld_hidden.examination_selection_json(s) ->> \'state\' = ?',
   method: 's.method = ?',
   tier: 's.tier = ?',
   isoId: 'w.iso_id = ?::uuid',
@@ -158,9 +199,11 @@ const SELECTION_FILTERS = {
 } as const;
 
 /**
- * A page of selections in (selected_at, id) order. The cursor is the last row's id: the page
- * starts after that row's place, which the statement reads (an unknown id, or one the caller may
- * not see, starts nowhere: an empty page).
+ * A page of selections in the order they became visible (their position: the id of the event
+ * that announced them, commit order within the tenant), so a reader holding a cursor misses no
+ * selection that committed after it read. The cursor is the last row's id: the page starts after
+ * that row's place, which the statement reads (an unknown id, or one the caller may not see,
+ * starts nowhere: an empty page).
  */
 function selectionPage(query: z.infer<typeof ExaminationSelectionQuery>): pg.QueryConfig {
   const where: string[] = [];
@@ -175,15 +218,15 @@ function selectionPage(query: z.infer<typeof ExaminationSelectionQuery>): pg.Que
   }
   if (query.cursor !== undefined) {
     add(
-      `(s.selected_at, s.id) > (select c.selected_at, c.id
-                                  from weld_public.examination_selections c where c.id = ?::uuid)`,
+      `(coalesce(s.position, 0), s.id) > (select coalesce(c.position, 0), c.id
+                                            from weld_public.examination_selections c where c.id = ?::uuid)`,
       query.cursor,
     );
   }
   values.push(query.limit + 1);
   const clause = where.length ? `where ${where.join(' and ')}` : '';
   return prepared(
-    `${SELECTION_FROM} ${clause} order by s.selected_at, s.id limit $${values.length}`,
+    `${SELECTION_FROM} ${clause} order by coalesce(s.position, 0), s.id limit $${values.length}`,
     values,
   );
 }
@@ -204,8 +247,8 @@ function checkScope(body: z.infer<typeof DrawBody>): void {
 }
 
 //------------------------------------------------------------------------------------------------
-// What the rules compute: an ISO's examination, a welder's qualifications, a weld's checks, a
-// test package's readiness
+// What the rules compute: an ISO's examination, a welder's qualifications, a weld's and a WPS's
+// checks, a test package's readiness
 
 export const IsoExamination = z.object({
   isoId: z.uuid(),
@@ -213,7 +256,7 @@ export const IsoExamination = z.object({
   lotDefinition: z
     .enum(EXAMINATION_LOTS)
     .describe(
-      "the tenant's lots: welder_line, one welder's welds on one line for one method (the default); welder_iso, on one ISO",
+      "the tenant's designated lot (B31.3 344.1.3): line, every weld of a line for one method and percent (the default, the code's); line_welder, one welder's welds of a line (stricter)",
     ),
   methods: z.array(
     z.object({
@@ -223,24 +266,26 @@ export const IsoExamination = z.object({
         .min(0)
         .max(100)
         .describe(
-          "the highest percent among the ISOs of these lots (each ISO's: the greater of the tenant's rule for its fluid service and, for RT, its rtPercent); a lot samples at its highest ISO's percent",
+          "the highest percent among these lots (a weld's: the tenant's rule for its ISO's fluid service and its type and, for RT, the ISO's rtPercent, whichever is greater); welds at different percents are different lots",
         ),
       welds: z.number().int().describe('candidates in the lots this ISO touches'),
       required: z
         .number()
         .int()
         .describe(
-          'per lot ceil(percent x candidates / 100), at least 1 when it has candidates; summed',
+          'per lot ceil(percent x candidates / 100), and at least one weld of each welder in it (every weld at 100%); summed',
         ),
       selected: z.number().int().describe('selections of any tier in those lots'),
       examined: z
         .number()
         .int()
-        .describe('of those, done (an NDT record of the method covers the weld)'),
+        .describe('of those, done (an examination that meets the method covers the weld)'),
       shortfall: z
         .number()
         .int()
-        .describe('per lot max(0, required - selected), summed: what a draw would add'),
+        .describe(
+          'per lot the greater of required - selected and the welders not yet represented, summed: what a draw would add',
+        ),
       progressiveOpen: z.number().int().describe('open selections of tiers 1, 2 and full'),
       weldersNotCovered: z
         .array(z.uuid())
@@ -261,50 +306,61 @@ export const WelderQualificationStatus = z.object({
   qualifications: z.array(
     z.object({
       qualificationId: z.uuid(),
-      process: z.string().nullable(),
+      process: z
+        .enum(WELDING_PROCESSES)
+        .describe(
+          'one process of the qualification: a qualification of GTAW+SMAW is two entries, each with its own continuity (QW-322.1(a))',
+        ),
       wpsId: z.uuid().nullable(),
       state: z
         .enum(QUALIFICATION_STATES)
         .describe(
-          'in this order: not_yet_valid before qualifiedOn; expired after expiresOn; lapsed after continuityUntil; else valid',
+          'in this order: not_yet_valid before qualifiedOn; revoked on and after revokedOn (QW-322.1(b)); expired after expiresOn; lapsed after continuityUntil; else valid',
         ),
       qualifiedOn: calendarDate,
       expiresOn: calendarDate.nullable(),
+      revokedOn: calendarDate.nullable(),
       lastUsedOn: calendarDate
         .nullable()
         .describe(
-          'the last use on or before the date: a weld welded with a WPS sharing its process, or lastContinuityOn; null: none since qualifiedOn',
+          'the last use of the process on or before the date: a weld welded with a WPS of that process, a documented use (GET /welders/{id}/continuity), or lastContinuityOn; null: none since qualifiedOn',
         ),
       continuityUntil: calendarDate
         .nullable()
         .describe(
-          "QW-322: the first use followed by no use within the tenant's continuity months (6 by default), plus those months",
+          "QW-322.1(a): the first use of the process followed by no use within the tenant's continuity months (6 by default), plus those months",
         ),
       reasons: z.array(z.string()).describe('why it is in this state, in sentences (at least one)'),
     }),
   ),
 });
 
+export const WeldCheck = z.object({
+  code: z
+    .enum(WELD_CHECK_CODES)
+    .describe(
+      "DATA_MISSING: welder, WPS, date welded, a base metal's P-number or the WPS's P-numbers missing, and for a groove weld its wall thickness or a size that is no standard NPS (one each); WPS_NOT_APPROVED: its WPS is a draft; WPS_RANGE: a groove weld's outside diameter or thickness outside the WPS; WPS_PNUMBER: its base metals are not the joint its WPS covers (QW-403.11); WPS_RANGE_UNSUPPORTED: its WPS is not qualified by its PQRs (no PQR, a process, the thickness range of QW-451.1, the P-numbers of QW-424.1); WELDER_NOT_QUALIFIED: for a process of the WPS, no qualification of the welder in force on the day it was welded covers it (QW-322, QW-452, QW-303); REEXAMINATION_OPEN: a repair owes a new examination by the method that rejected it (B31.3 341.3.3)",
+    ),
+  detail: z.string().describe('what exactly, in words'),
+});
+
 export const WeldChecks = z.object({
   weldId: z.uuid(),
   ok: z.boolean().describe('no checks fail'),
-  checks: z.array(
-    z.object({
-      code: z
-        .enum(WELD_CHECK_CODES)
-        .describe(
-          'DATA_MISSING: welder, WPS, date welded or wall thickness missing, or a size that is no standard NPS (one each); WPS_NOT_APPROVED: its WPS is a draft; WPS_RANGE: its outside diameter or thickness is outside the WPS; WELDER_NOT_QUALIFIED: no qualification of the welder valid on the day it was welded covers its process, diameter and thickness',
-        ),
-      detail: z.string().describe('what exactly, in words'),
-    }),
-  ),
+  checks: z.array(WeldCheck),
+});
+
+export const WpsChecks = z.object({
+  wpsId: z.uuid(),
+  ok: z.boolean().describe('its PQRs qualify it: it may be approved'),
+  checks: z.array(WeldCheck),
 });
 
 export const ReadinessReason = z.object({
   code: z
     .enum(READINESS_CODES)
     .describe(
-      "NO_WELDS; WELD_NOT_ACCEPTED; EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer selections than required); EXAMINATION_OPEN (weldId: an open random selection); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of the package's welds); and each failing weld check of a package weld",
+      "NO_WELDS; WELD_NOT_ACCEPTED; EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer selections than required, or a welder of it is not represented); EXAMINATION_OPEN (weldId: an open random or examined selection); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of the package's welds); and each failing weld check of a package weld (REEXAMINATION_OPEN among them)",
     ),
   weldId: z.uuid().optional(),
   isoId: z.uuid().optional(),
@@ -314,7 +370,7 @@ export const ReadinessReason = z.object({
 export const TestPackageReadiness = z.object({
   testPackageId: z.uuid(),
   state: z.enum(TEST_PACKAGE_STATES),
-  ready: z.boolean().describe('no reasons: it may be released'),
+  ready: z.boolean().describe('no reasons: it may be released (and, released, tested and closed)'),
   reasons: z.array(ReadinessReason),
 });
 
@@ -365,7 +421,7 @@ const COMPUTED: Computed[] = [
                    'qualificationId', q.qualification_id, 'process', q.process,
                    'wpsId', q.wps_id, 'state', q.state,
                    'qualifiedOn', q.qualified_on::text, 'expiresOn', q.expires_on::text,
-                   'lastUsedOn', q.last_used_on::text,
+                   'revokedOn', q.revoked_on::text, 'lastUsedOn', q.last_used_on::text,
                    'continuityUntil', q.continuity_until::text,
                    'reasons', coalesce(q.reasons, '{}'))
                  order by q.ordinality)
@@ -404,7 +460,81 @@ const COMPUTED: Computed[] = [
             from weld_public.test_packages_readiness_reasons(r) with ordinality x) x
        where r.id = $1`,
   },
+  {
+    path: 'wps/:id/checks',
+    noun: 'WPS',
+    sql: `
+      select json_build_object('wpsId', r.id, 'ok', c.list is null,
+                               'checks', coalesce(c.list, '[]'::json)) as answer
+        from weld_public.wps r
+        cross join lateral (
+          select json_agg(json_build_object('code', x.code, 'detail', x.detail)
+                          order by x.ordinality) as list
+            from weld_public.wps_checks(r) with ordinality x) c
+       where r.id = $1`,
+  },
 ];
+
+//------------------------------------------------------------------------------------------------
+// A welder's continuity log (ASME IX QW-322.1(a))
+
+export const ContinuityUse = z
+  .object({
+    usedOn: calendarDate,
+    process: z.enum(WELDING_PROCESSES),
+    source: z
+      .enum(CONTINUITY_SOURCES)
+      .describe('weld: a weld on record (one entry per process of its WPS); document: a documented use'),
+    reference: z.string().describe('the weld (its number, ISO and WPS), or the document given'),
+    weldId: z.uuid().nullable(),
+    continuityId: z.uuid().nullable().describe('the documented use; null for a weld'),
+    recordedBy: z.uuid().nullable().describe('who recorded a documented use'),
+  })
+  .describe('One use of a welding process by a welder: each extends its qualifications for it.');
+
+export const ContinuityPage = pageOf(ContinuityUse);
+
+/** The log's order and cursor key: newest first, then the entry's own key. */
+const CONTINUITY_KEY = `c.source || '/' || c.process || '/' || coalesce(c.weld_id, c.continuity_id)`;
+const continuityCursor = textCursorParam.pipe(
+  z
+    .string()
+    .regex(
+      /^\d{4}-\d{2}-\d{2}\|(weld|document)\/[A-Z]{3,4}\/[0-9a-f-]{36}$/,
+      'not a cursor this service issued',
+    )
+    .transform((key) => {
+      const [usedOn, entry] = key.split('|') as [string, string];
+      return { usedOn, entry };
+    }),
+);
+
+export const ContinuityQuery = z.strictObject({
+  limit: limitParam,
+  cursor: continuityCursor.optional().describe('nextCursor of the previous page'),
+  process: z.enum(WELDING_PROCESSES).optional(),
+});
+
+export const ContinuityBody = z.strictObject({
+  usedOn: calendarDate.describe('the day the welder used the process'),
+  process: z.enum(WELDING_PROCESSES),
+  reference: z
+    .string()
+    .trim()
+    .min(1)
+    .max(500)
+    .describe('the document that shows the use: a log, a report number'),
+});
+
+//------------------------------------------------------------------------------------------------
+// Withdrawing a released test package
+
+export const WithdrawBody = z.strictObject({
+  reason: z
+    .string()
+    .max(2000)
+    .describe('why the release is withdrawn (required: 422 /problems/reason-required without)'),
+});
 
 //------------------------------------------------------------------------------------------------
 // Routes
@@ -435,15 +565,15 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
               [body.method, body.lineNumber ?? null, body.isoId ?? null, seed],
             ),
           );
-          const { rows } = await db.query(
+          const { rows } = await db.query<{ selection: unknown }>(
             prepared(
-              `${SELECTION_FROM} where s.id = any($1::uuid[]) order by s.selected_at, s.id`,
+              `${SELECTION_FROM} where s.id = any($1::uuid[]) order by s.selected_at, s.tier, s.id`,
               [drawn.rows.map((r) => r.id)],
             ),
           );
           const drew = {
             status: 200,
-            body: { method: body.method, seed, selections: rows },
+            body: { method: body.method, seed, selections: rows.map((r) => r.selection) },
             headers: {},
             replayed: false,
           };
@@ -462,9 +592,14 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
         const parsed = ExaminationSelectionQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
         const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<{ id: string }>(selectionPage(parsed.data)),
+          db.query<{ id: string; selection: { id: string } }>(selectionPage(parsed.data)),
         );
-        sendPage(req, res, rows, parsed.data.limit);
+        sendPage(
+          req,
+          res,
+          rows.map((r) => r.selection),
+          parsed.data.limit,
+        );
       },
     },
     {
@@ -473,11 +608,93 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
       handler: async (req, res) => {
         const id = pathId(req, 'examination selection');
         const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query(prepared(`${SELECTION_FROM} where s.id = $1`, [id])),
+          db.query<{ selection: unknown }>(prepared(`${SELECTION_FROM} where s.id = $1`, [id])),
         );
         if (!rows[0]) throw problems.notFound('No such examination selection.');
         res.setHeader('Cache-Control', 'private, no-cache');
-        res.json(rows[0]);
+        res.json(rows[0].selection);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${prefix}/welders/:id/continuity`,
+      handler: async (req, res) => {
+        const id = pathId(req, 'welder');
+        const parsed = ContinuityQuery.safeParse(req.query);
+        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const { limit, cursor, process } = parsed.data;
+        const rows = await withContext(pool, callerContext(req), async (db) => {
+          const { rows } = await db.query<ContinuityRow>(
+            prepared(
+              `select r.id as welder, c.used_on::text as "usedOn", c.process, c.source, c.reference,
+                      c.weld_id as "weldId", c.continuity_id as "continuityId",
+                      c.recorded_by as "recordedBy", ${CONTINUITY_KEY} as key
+                 from weld_public.welders r
+                 left join lateral weld_public.welders_continuity(r) c
+                   on ($2::text is null or c.process = $2)
+                  and ($3::date is null or (c.used_on, ${CONTINUITY_KEY}) < ($3::date, $4::text))
+                where r.id = $1
+                order by c.used_on desc, key desc
+                limit $5`,
+              [id, process ?? null, cursor?.usedOn ?? null, cursor?.entry ?? null, limit + 1],
+            ),
+          );
+          if (!rows.length) throw problems.notFound('No such welder.');
+          return rows.filter((r) => r.usedOn !== null);
+        });
+        sendPage(
+          req,
+          res,
+          rows.map(({ welder, key, ...use }) => ({ ...use, id: `${use.usedOn}|${key}` })),
+          limit,
+          (use) => encodeTextCursor(use.id),
+        );
+      },
+    },
+    {
+      method: 'POST',
+      path: `${prefix}/welders/:id/continuity`,
+      body: true,
+      handler: async (req, res) => {
+        const id = pathId(req, 'welder');
+        const body = ContinuityBody.parse(req.body ?? {});
+        const use = await withContext(pool, callerContext(req), async (db) => {
+          const welder = await db.query(prepared('select from weld_public.welders where id = $1', [id]));
+          if (!welder.rowCount) throw problems.notFound('No such welder.');
+          const { rows } = await db.query(
+            prepared(
+              `insert into weld_public.welder_continuity (welder_id, used_on, process, reference)
+               values ($1, $2, $3, $4)
+               returning used_on::text as "usedOn", process, 'document' as source, reference,
+                         null::uuid as "weldId", id as "continuityId", recorded_by as "recordedBy"`,
+              [id, body.usedOn, body.process, body.reference],
+            ),
+          );
+          return rows[0];
+        });
+        res.setHeader('Cache-Control', 'private, no-cache');
+        res.status(201).json(use);
+      },
+    },
+    {
+      method: 'POST',
+      path: `${prefix}/test-packages/:id/withdraw`,
+      body: true,
+      handler: async (req, res) => {
+        const id = pathId(req, 'test package');
+        const body = WithdrawBody.parse(req.body ?? {});
+        const version = expectedVersion(req);
+        // One statement: the function returns the package, which renders as GET shows it.
+        const { rows } = await withContext(pool, callerContext(req), (db) =>
+          db.query<ItemJson>(
+            prepared(
+              `select row_to_json(x)::text as json, ${testPackages.tagSql} as tag
+                 from ${itemsFrom(testPackages, 'weld_public.withdraw_test_package($1, $2, $3)')}`,
+              [id, body.reason, version],
+            ),
+          ),
+        );
+        sendItemJson(res, rows[0]!);
       },
     },
     ...COMPUTED.map((computed): Route => ({

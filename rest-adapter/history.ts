@@ -4,12 +4,14 @@
 //                                   why, and the cause (a user, or the NDT record)
 //   GET /ndt-records/{id}/history   changes after the record was created (examination_changes):
 //   GET /inspections/{id}/history   what changed, before and after, who, when, and the reason
+//   GET /test-packages/{id}/history state changes (test_package_state_changes): who, when, from,
+//                                   to, and the reason a withdrawal gave
 //
 // The cursor is the last entry's id (entries are numbered by the database in the order written).
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
-import { WELD_STATUSES } from '../db/vocabulary.ts';
+import { TEST_PACKAGE_STATES, WELD_STATUSES } from '../db/vocabulary.ts';
 import { camelCase, problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
@@ -68,7 +70,17 @@ export const ExaminationHistoryEntry = z.object({
   changedAt: z.iso.datetime(),
 });
 
+export const TestPackageHistoryEntry = z.object({
+  id: z.number().int().describe('increases with every change of the tenant'),
+  fromState: z.enum(TEST_PACKAGE_STATES),
+  toState: z.enum(TEST_PACKAGE_STATES),
+  reason: z.string().nullable().describe('the reason a withdrawal (released -> open) gave'),
+  changedBy: z.uuid().nullable(),
+  changedAt: z.iso.datetime(),
+});
+
 export const WeldHistoryPage = pageOfEntries(WeldHistoryEntry);
+export const TestPackageHistoryPage = pageOfEntries(TestPackageHistoryEntry);
 export const ExaminationHistoryPage = pageOfEntries(ExaminationHistoryEntry);
 
 export interface History {
@@ -77,7 +89,7 @@ export interface History {
   noun: string;
   table: string;
   /** The page's OpenAPI schema, and what the document says of it. */
-  schema: 'WeldHistoryPage' | 'ExaminationHistoryPage';
+  schema: 'WeldHistoryPage' | 'ExaminationHistoryPage' | 'TestPackageHistoryPage';
   summary: string;
   description: string;
   /** The entries: $1 the item's id, $2 the id after which the page starts, $3 the row count. */
@@ -98,6 +110,19 @@ export const HISTORIES: History[] = [
                     h.repair_cycle as "repairCycle", h.cause, h.ndt_record_id as "ndtRecordId"
                from weld_public.weld_status_history h
               where h.weld_id = $1 and h.id > $2 order by h.id limit $3`,
+  },
+  {
+    path: 'test-packages',
+    noun: 'test package',
+    table: 'weld_public.test_packages',
+    schema: 'TestPackageHistoryPage',
+    summary: 'The state changes of a test package, oldest first',
+    description:
+      'Every move of its state (released, tested, closed, and a withdrawal back to open with its reason): who, when, from and to.',
+    select: `select h.id::float8 as id, h.from_state as "fromState", h.to_state as "toState",
+                    h.reason, h.changed_by as "changedBy", h.changed_at as "changedAt"
+               from weld_public.test_package_state_changes h
+              where h.test_package_id = $1 and h.id > $2 order by h.id limit $3`,
   },
   ...(
     [

@@ -27,6 +27,10 @@ import {
 import type { Resource } from './resource.ts';
 import { RESOURCES } from './resources.ts';
 import {
+  ContinuityBody,
+  ContinuityPage,
+  ContinuityQuery,
+  ContinuityUse,
   DrawBody,
   DrawResult,
   ExaminationSelection,
@@ -36,10 +40,19 @@ import {
   QualificationStatusQuery,
   TestPackageReadiness,
   WelderQualificationStatus,
+  WeldCheck,
   WeldChecks,
+  WithdrawBody,
+  WpsChecks,
 } from './code-rules.ts';
 import { Event, EventPage, EventQuery, EventStreamQuery } from './events.ts';
-import { ExaminationHistoryPage, HISTORIES, HistoryQuery, WeldHistoryPage } from './history.ts';
+import {
+  ExaminationHistoryPage,
+  HISTORIES,
+  HistoryQuery,
+  TestPackageHistoryPage,
+  WeldHistoryPage,
+} from './history.ts';
 import {
   DryRunAnswer,
   ImportError,
@@ -157,13 +170,23 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
   }
   if (r.path === 'test-packages') {
     writeProblems['409'] = problem(
-      "a unique key is taken (/problems/conflict), the package's state refuses the change (/problems/state-conflict), or it is moved from open to released while not ready (/problems/package-not-ready: `reasons`, the first 100 of GET /test-packages/{id}/readiness, and `reasonCount`, all of them)",
+      "a unique key is taken (/problems/conflict), the package's state refuses the change (/problems/state-conflict: released back to open is POST /test-packages/{id}/withdraw, with a reason), or it is released, tested or closed while not ready (/problems/package-not-ready: `reasons`, the first 100 of GET /test-packages/{id}/readiness, and `reasonCount`, all of them)",
       'PackageNotReadyProblem',
+    );
+  }
+  if (['isos', 'wps', 'pqrs', 'welder-qualifications'].includes(r.path)) {
+    // What a released test package was judged on stays (migrations: a release stays released).
+    writeProblems['409'] = problem(
+      'a unique key is taken (/problems/conflict, naming the field); the change would leave a released, tested or closed test package not ready (/problems/package-released, naming each package and its reasons: withdraw it first)' +
+        (r.path === 'wps' || r.path === 'pqrs'
+          ? '; or an approved WPS would not be qualified by its PQRs (/problems/wps-not-qualified, with `wpsId` and `checks`)'
+          : ''),
+      r.path === 'wps' || r.path === 'pqrs' ? 'WpsNotQualifiedProblem' : 'PackageReleasedProblem',
     );
   }
   if (r.path === 'welds') {
     const checksFailed =
-      " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a weld whose type, size, wallThickness, welderId, wpsId or weldedOn as written leaves it with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED or WPS_RANGE (/problems/weld-checks-failed, `checks` as GET /welds/{id}/checks names them; DATA_MISSING never refuses: a weld is planned before it is welded)";
+      " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a weld whose type, size, wallThickness, welderId, wpsId, weldedOn or base metals as written leaves it with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED, WPS_RANGE, WPS_PNUMBER or WPS_RANGE_UNSUPPORTED (/problems/weld-checks-failed, `checks` as GET /welds/{id}/checks names them; DATA_MISSING never refuses: a weld is planned before it is welded); or a weldedOn after, or taken off, an examination of the weld (/problems/validation-failed)";
     writeProblems['422'] = problem(
       `a bad or read-only field, or a reference to no record of your tenant, named in errors;${checksFailed}`,
       'WeldChecksProblem',
@@ -192,7 +215,7 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
                       `(limit and cursor are 422), streamed as ${r.csv.fileName}: UTF-8 with a BOM, a header row, ` +
                       'RFC 4180 quoting. The columns are those POST /imports/welds reads (isoNumber, lineNumber, ' +
                       'weldNumber, type, size, schedule, wallThickness, material, welderStamp, wpsNumber, ' +
-                      'wpsRevision, weldedOn) and status, repairCycle, version, in ISO and weld number order. ' +
+                      'wpsRevision, weldedOn, baseMetal1PNumber, baseMetal2PNumber) and status, repairCycle, version, in ISO and weld number order. ' +
                       'Text that a spreadsheet would run as a formula (=, +, -, @ first) has a leading apostrophe, ' +
                       'which the import removes. Exported then imported, a register changes nothing.',
                   },
@@ -302,13 +325,16 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | type | status | meaning |
 |---|---|---|
 | /problems/unknown-tenant | 404 | no tenant is served from the request's origin |
-| /problems/validation-failed | 422 | the input broke its schema, or the database refused a value; \`errors\` names each parameter or field |
+| /problems/validation-failed | 422 | the input broke its schema, or the database refused a value (a date outside 1900-01-01 to 2200-12-31, an examination of a weld not yet welded or dated before it was); \`errors\` names each parameter or field |
 | /problems/conflict | 409 | a unique key is taken within your tenant; \`errors\` names the field |
 | /problems/still-referenced | 409 | a delete of something other records still refer to (an ISO that holds welds) |
 | /problems/state-conflict | 409 | the record's state does not allow the change (a test package that is not open) |
 | /problems/ndt-result-refused | 409 | the lifecycle rules refuse an NDT result for some welds; \`welds\` names each with its status; nothing was recorded |
-| /problems/package-not-ready | 409 | a test package moved from open to released while not ready; \`reasons\` lists the first 100 reasons (as GET /test-packages/{id}/readiness), \`reasonCount\` counts them all |
-| /problems/weld-checks-failed | 422 | the tenant refuses welds that fail the code checks, and this write leaves the weld with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED or WPS_RANGE; \`checks\` names each ({code, detail}) |
+| /problems/package-not-ready | 409 | a test package released, tested or closed while not ready; \`reasons\` lists the first 100 reasons (as GET /test-packages/{id}/readiness), \`reasonCount\` counts them all |
+| /problems/weld-checks-failed | 422 | the tenant refuses welds that fail the code checks, and this write (of the weld, or of a WPS, PQR or qualification it relies on) leaves a weld with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED, WPS_RANGE, WPS_PNUMBER or WPS_RANGE_UNSUPPORTED; \`checks\` names each ({code, detail}) |
+| /problems/package-released | 409 | a change of an ISO, a WPS, a PQR or a qualification would leave a released, tested or closed test package not ready; \`packages\` names each with its first reasons; withdraw the package first (POST /test-packages/{id}/withdraw) |
+| /problems/reexamination-open | 409 | the tenant refuses welds that fail the code checks, and a repaired weld is accepted by hand while the re-examination its repair owes is not recorded (B31.3 341.3.3); \`checks\` names it |
+| /problems/wps-not-qualified | 409 | a WPS approved, or an approved WPS changed, while its PQRs do not qualify it (no PQR, a process, its thickness range, its P-numbers); \`wpsId\` and \`checks\` say what |
 | /problems/concurrent-change | 409 | another request changed the same records at the same moment; nothing was written; retry (Retry-After) |
 | /problems/idempotency-key-reused | 422 | the Idempotency-Key was used in the last 24 hours for a different request |
 | /problems/unauthorized | 401 | no access token, or an invalid, expired or ended one |
@@ -334,20 +360,26 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 
 /** The lots, the candidates and the percent, as the draw and the ISO's examination use them. */
 const LOTS =
-  "A lot is one welder's welds for one method on one line (the tenant's default, tenant_settings.examination_lot = 'welder_line') " +
-  "or on one ISO ('welder_iso'); welds with no welder yet are a lot of their own. Its candidates are its welds that are not VOIDED, " +
-  "whose type the method's rule samples (BW unless the rule lists others) and whose ISO requires more than 0 % for the method. " +
-  "An ISO requires the greater of the tenant's examination rule for its fluid service (by default RT: normal 5 %, category_m 20 %, " +
-  'severe_cyclic and high_pressure 100 %; VT: category_d 100 %) and, for RT, its own rtPercent. A lot requires ' +
-  'ceil(percent x candidates / 100) selections, at least 1 when it has candidates, the percent being the highest of its ISOs; ' +
-  'selections of every tier count.';
+  'A lot (B31.3 344.1.3) is the welds of one line that one examination extent covers: one method at one percent ' +
+  "(the tenant's default, tenant_settings.examination_lot = 'line'), or of one welder too ('line_welder', stricter). " +
+  'Its candidates are its welds already welded (weldedOn set), not VOIDED, of a type the rule of their ISO\'s fluid ' +
+  'service covers for the method. The tenant\'s rules (weld_public.examination_rules, by default from B31.3): normal ' +
+  '5 % RT of BW, MW, TW and 5 % VT of every weld; category_d 100 % VT; category_m 20 % RT of BW, MW, TW, LW, BR and ' +
+  '100 % VT; severe_cyclic 100 % RT of BW, MW, TW, BR (a BR not radiographed may have MT or PT instead), 100 % MT or ' +
+  'PT of SW and 100 % VT; high_pressure 100 % RT of BW, MW, TW, BR and 100 % VT. For RT an ISO\'s rtPercent applies ' +
+  "when greater. RT and UT meet each other (341.4.1(b)(1)) unless tenant_settings.volumetric_interchangeable is off; " +
+  'a visual inspection meets VT. A lot requires ceil(percent x candidates / 100) examined, and at least one weld of ' +
+  'each welder in it (every weld at 100 %); selections of every tier count.';
 
 const TIERS =
-  'Progressive examination is automatic: when an NDT record (POST /ndt-records, or a correction) rejects a weld that has a ' +
-  "selection of the record's method, SQL selects in the same transaction, from the same lot: for a random selection two more " +
-  'welds as tier 1; for a tier 1 two more as tier 2; for a tier 2 every remaining weld as full (a selection causes this once). ' +
-  'Tiers 1 and 2 take welds neither selected for the method nor examined by it. Each names the selection (causeSelectionId) ' +
-  'and the record (causeNdtRecordId) that caused it, and carries the seed of its cause.';
+  'Examinations count, and progressive examination is automatic (B31.3 341.3.4): an NDT record (POST /ndt-records, or a ' +
+  'correction) or a visual inspection that covers a weld of original work in a lot whose method it meets counts it ' +
+  "(tier examined), and when it rejects a weld with a selection it meets, SQL selects in the same transaction, from the same " +
+  "lot and of the same welder: for a random or examined selection two more welds as tier 1; for a tier 1 two more as tier 2; " +
+  'for a tier 2 every remaining weld of that welder as full (a selection causes this once; a weld already repaired causes ' +
+  'nothing: a repair owes a re-examination instead, B31.3 341.3.3). Tiers 1 and 2 take welds neither selected for the method ' +
+  'nor examined by it. Each names the selection (causeSelectionId) and the record (causeNdtRecordId or causeInspectionId) ' +
+  'that caused it, and carries the seed of its cause.';
 
 /** The operations of the code rules (code-rules.ts). */
 function codeRulePaths(): Record<string, unknown> {
@@ -373,10 +405,11 @@ function codeRulePaths(): Record<string, unknown> {
       get: {
         summary: 'List examination selections, oldest first',
         description:
-          'The welds selected for examination, by draws (tier random) and by rejections (tiers 1, 2, full), in the order ' +
-          'they were selected (selectedAt, then id). A selection is open until an NDT record of its method covers the ' +
-          'weld, whatever its result, and then done, naming that record (the earliest by examinedOn) as ndtRecordId. ' +
-          `Filters combine with "and". ${TIERS}`,
+          'The welds selected for examination, by draws (tier random), by examinations (examined) and by rejections (tiers ' +
+          '1, 2, full), in the order they became visible (commit order: a reader holding a cursor misses none that ' +
+          'committed later). A selection is open until an examination that meets it covers the weld, dated on or after ' +
+          'the weld was welded, whatever its result, and then done, naming it (the earliest) as ndtRecordId or ' +
+          `inspectionId. Filters combine with "and". ${TIERS}`,
         parameters: queryParameters(ExaminationSelectionQuery),
         responses: {
           '200': { ...page, ...content('ExaminationSelectionPage') },
@@ -391,10 +424,11 @@ function codeRulePaths(): Record<string, unknown> {
         summary: 'Draw the random examination sample of a line or an ISO for one method',
         description:
           'Exactly one of lineNumber (every lot with a weld on the line) and isoId (every lot with a weld on the ISO). ' +
-          `${LOTS} The draw tops up each of those lots until its selections reach its required number, taking the ` +
-          'candidates not yet selected for the method in the order of md5(seed, weld id): the same seed on the same ' +
-          'welds selects the same welds. A weld is selected at most once per method, so drawing again adds only what ' +
-          'is missing, and nothing (an empty `selections`) when no lot is short. Without a seed the service draws one ' +
+          `${LOTS} The draw first counts what each of those lots already examined (tier examined; a rejected one draws ` +
+          'its tier 1), then takes one weld of each welder not yet represented, then tops the lot up to its required ' +
+          'number, taking the candidates not yet selected for the method in the order of md5(seed, weld id): the same ' +
+          'seed on the same welds selects the same welds. A weld is selected at most once per method, so drawing again ' +
+          'adds only what is missing, and nothing (an empty `selections`) when no lot is short. Without a seed the service draws one ' +
           '(0 to 2^53 - 1); the answer always says which. Who: inspector, engineer, admin. With an Idempotency-Key, a ' +
           'retry of the same request within 24 hours answers the first answer again (Idempotent-Replayed: true) without ' +
           `drawing. ${TIERS}`,
@@ -434,48 +468,121 @@ function codeRulePaths(): Record<string, unknown> {
     '/isos/{id}/examination': read(
       "What the ISO's lots require, per method",
       `${LOTS} One entry per method the ISO requires or has selections for, in method order, over the lots its welds ` +
-        'belong to (with their welds on other ISOs of the line, for welder_line lots): welds (candidates), required, ' +
-        'selected (any tier), examined (selections done), shortfall (per lot what is missing, summed: what a draw ' +
-        'would add), progressiveOpen (open selections of tiers 1, 2 and full) and weldersNotCovered (welders whose ' +
-        'lot requires a selection and has none).',
+        'belong to (with their welds on other ISOs of the line): welds (candidates), required, selected (any tier), ' +
+        'examined (selections done), shortfall (per lot what is missing, or the welders not represented if more: ' +
+        'summed, what a draw would add), progressiveOpen (open selections of tiers 1, 2 and full) and ' +
+        'weldersNotCovered (welders of a lot with no selection in it).',
       'IsoExamination',
     ),
     '/welders/{id}/qualification-status': read(
-      "The welder's qualifications on a date (ASME IX QW-322 continuity)",
-      'Each qualification of the welder (by qualifiedOn, then id) with its state on `on` (default: today in UTC), in this ' +
-        'order: not_yet_valid before qualifiedOn; expired after expiresOn; lapsed after continuityUntil; else valid. ' +
-        "Continuity: the uses are qualifiedOn, lastContinuityOn and the dates the welder's welds were welded with a WPS " +
-        "that shares a process with the qualification; it lapses at the first use followed by no use within the tenant's " +
-        'continuity months (6 by default, tenant_settings.continuity_months), plus those months (qualified 2026-01-10 ' +
-        'and not used since: valid on 2026-07-10, lapsed on 2026-07-11); uses after a lapse do not revive it (the ' +
-        'welder requalifies). `reasons` says why in sentences, and what it covers (process, diameters, thickness, ' +
+      "The welder's qualifications on a date, per process (ASME IX QW-322)",
+      'Each qualification of the welder, one entry per process it covers (by qualifiedOn, then id, then process), with ' +
+        'its state on `on` (default: today in UTC), in this order: not_yet_valid before qualifiedOn; revoked on and ' +
+        'after revokedOn (QW-322.1(b)); expired after expiresOn; lapsed after continuityUntil; else valid. Continuity ' +
+        "(QW-322.1(a)) is per process: the uses are qualifiedOn, lastContinuityOn, the welder's documented uses of the " +
+        "process (GET /welders/{id}/continuity) and the dates the welder's welds were welded with a WPS of the process; " +
+        "it lapses at the first use followed by no use within the tenant's continuity months (6 by default, " +
+        'tenant_settings.continuity_months), plus those months (qualified 2026-01-10 and not used since: valid on ' +
+        '2026-07-10, lapsed on 2026-07-11); uses after a lapse do not revive it (the welder requalifies: a new ' +
+        'qualification, renewsQualificationId naming the old). A GTAW+SMAW qualification used only with GTAW lapses ' +
+        'for SMAW alone. `reasons` says why in sentences, and what it covers (groove or fillet, diameters, thickness, ' +
         "positions: stated, or derived from its test coupon or its PQR's test by the tenant's QW-452 range rules).",
       'WelderQualificationStatus',
       [idParam, ...queryParameters(QualificationStatusQuery)],
     ),
     '/welds/{id}/checks': read(
       'What the code rules find wrong with a weld',
-      'ok is true when no check fails. DATA_MISSING: one per missing welder, WPS, date welded or wall thickness, ' +
-        'and for a size that is no standard NPS (its outside diameter is unknown: missing data is never a pass). ' +
-        'WPS_NOT_APPROVED: the WPS is a draft (superseded counts as approved). WPS_RANGE: the outside diameter (from ' +
-        'the NPS size, ASME B36.10) or the wall thickness is outside the WPS ranges. WELDER_NOT_QUALIFIED: no ' +
-        "qualification of the welder valid on the day it was welded covers the WPS's process, the outside diameter " +
-        'and the thickness (a qualification states its ranges, or the range rules of QW-452 derive them from its test ' +
-        "coupon, or its PQR's test); the detail says why each one does not. Sorted by code, then detail. Where the " +
-        "tenant refuses welds that fail them (tenant_settings.weld_checks = 'refuse'), a weld write that leaves " +
-        'WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED or WPS_RANGE is 422 /problems/weld-checks-failed.',
+      'ok is true when no check fails. DATA_MISSING: one per missing welder, WPS, date welded, P-number of either base ' +
+        "metal or of the WPS, and for a groove weld its wall thickness or a size that is no standard NPS (its outside " +
+        'diameter is unknown: missing data is never a pass). WPS_NOT_APPROVED: the WPS is a draft (superseded counts as ' +
+        'approved). WPS_RANGE: a groove weld\'s outside diameter (from the NPS size, ASME B36.10) or wall thickness is ' +
+        'outside the WPS ranges (no groove range applies to socket and fillet welds). WPS_PNUMBER: its base metals are ' +
+        'not the joint its WPS covers (QW-403.11). WPS_RANGE_UNSUPPORTED: its WPS is not qualified by its PQRs (as GET ' +
+        '/wps/{id}/checks). WELDER_NOT_QUALIFIED: for a process of the WPS, no qualification of the welder in force that ' +
+        'day for that process (not revoked, not expired, not lapsed for it) covers the weld: a groove one within its ' +
+        'diameters and thickness, or any fillet weld; a fillet one fillet welds only. The detail names at most three ' +
+        'qualifications per process. REEXAMINATION_OPEN: a repair of the weld owes a new examination by a method that ' +
+        'rejected it, dated on or after the re-weld (B31.3 341.3.3). Sorted by code, then detail. Where the tenant ' +
+        "refuses welds that fail them (tenant_settings.weld_checks = 'refuse'), a write that leaves a weld with a check " +
+        'other than DATA_MISSING and REEXAMINATION_OPEN is 422 /problems/weld-checks-failed.',
       'WeldChecks',
     ),
+    '/wps/{id}/checks': read(
+      'What keeps a WPS from being qualified by its PQRs',
+      'ok is true when none: it may be approved. WPS_RANGE_UNSUPPORTED, one per aspect: no PQR backs it (ASME IX ' +
+        'QW-200.2); a process of it none of its PQRs qualifies (QW-200.4: a combination may be backed by several); its ' +
+        'thickness range (thicknessMinIn to thicknessMaxIn, null meaning no limit) is not within what its PQRs support ' +
+        "(QW-451.1 from each coupon's T: under 1/16 in. T to 2T; 1/16 to 3/8 in. 1/16 in. to 2T; over 3/8 in. 3/16 in. " +
+        'to 2T; 1 1/2 in. and over 3/16 in. to 8 in.; the tenant\'s weld_public.procedure_thickness_rules); its P-number ' +
+        "joint is not one of its PQRs' nor one they qualify by QW-424.1 (weld_public.p_number_rules). DATA_MISSING: it " +
+        'records no P-numbers. An approved WPS stays qualified: approving one that is not, or a change that leaves an ' +
+        'approved one unqualified (its ranges, P-numbers, PQRs, or a PQR of it) is 409 /problems/wps-not-qualified.',
+      'WpsChecks',
+    ),
+    '/welders/{id}/continuity': {
+      get: {
+        summary: "The welder's continuity log (ASME IX QW-322.1(a)), newest first",
+        description:
+          'Every use of a welding process by the welder: each weld on record that is welded and not VOIDED, once ' +
+          "per process of its WPS (source weld), and each documented use (source document). Each use extends the " +
+          "welder's qualifications for that process by the tenant's continuity months; a use after a lapse revives " +
+          'nothing. Pages newest first (usedOn, then the entry); filter by process.',
+        parameters: [idParam, ...queryParameters(ContinuityQuery)],
+        responses: {
+          '200': { ...page, ...content('ContinuityPage') },
+          '422': problem('a bad or unknown parameter, named in errors'),
+          ...common,
+        },
+      },
+      post: {
+        summary: 'Record a documented use of a process by the welder',
+        description:
+          'A use the service cannot see in its welds (a shop log, another project): the day, the process, and the ' +
+          'document that shows it. The log is append-only: a wrong entry is answered by another fact, not erased. ' +
+          'Who: inspector, engineer, admin; recordedBy is the signed-in user.',
+        parameters: [idParam],
+        requestBody: { required: true, ...content('ContinuityBody') },
+        responses: {
+          '201': { description: 'the use, as the log lists it', ...content('ContinuityUse') },
+          '403': problem('your role may not record it (a viewer), or the CSRF check failed'),
+          '422': problem('a bad field (a date outside 1900-01-01 to 2200-12-31, an unknown process), named in errors'),
+          ...common,
+        },
+      },
+    },
+    '/test-packages/{id}/withdraw': {
+      post: {
+        summary: 'Withdraw a released test package to open, with a reason',
+        description:
+          'The only way back from released to open (PATCH with state open is 409 /problems/state-conflict): the ' +
+          'reason is kept in the package\'s state history (GET /test-packages/{id}/history). While released, what its ' +
+          'readiness was judged on is held (a change that would leave it not ready is 409 /problems/package-released); ' +
+          'withdrawn, its welds, ISOs, WPSs and qualifications may change again, and releasing it judges it again. ' +
+          'Who: engineer, admin.',
+        parameters: [idParam, header('If-Match', 'the ETag you read; 412 if the package changed since')],
+        requestBody: { required: true, ...content('WithdrawBody') },
+        responses: {
+          '200': { description: 'the package, open', headers: itemHeaders, ...content('TestPackage') },
+          '403': problem('your role may not withdraw it, or the CSRF check failed'),
+          '409': problem('the package is not released (/problems/state-conflict)'),
+          '412': problem('If-Match is stale'),
+          '422': problem('no reason, or one longer than 2000 characters'),
+          ...common,
+        },
+      },
+    },
     '/test-packages/{id}/readiness': read(
       'Why a test package may not be released yet',
       'ready is true when there is no reason. The welds judged are its welds and the welds of its ISOs, VOIDED ones ' +
         'left out. NO_WELDS; WELD_NOT_ACCEPTED (weldId); EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer ' +
-        'selections than it requires for a method; POST /examination-selections/draw fills it); EXAMINATION_OPEN ' +
-        '(weldId: an open random selection of a package weld); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full ' +
-        'selection in a lot of a package weld, wherever that weld is); and each failing check of GET /welds/{id}/checks ' +
-        'of a package weld (weldId and isoId). Moving the package from open to released (PATCH /test-packages/{id}, ' +
-        'or GraphQL) while it has reasons is 409 /problems/package-not-ready with the first 100 reasons and ' +
-        '`reasonCount`; nothing else about the package is judged.',
+        'selections than it requires for a method, or a welder of it is not represented; POST ' +
+        '/examination-selections/draw fills it); EXAMINATION_OPEN (weldId: an open random or examined selection of a ' +
+        'package weld); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of a package weld, ' +
+        'wherever that weld is); and each failing check of GET /welds/{id}/checks of a package weld (weldId and isoId), ' +
+        'REEXAMINATION_OPEN among them. Moving the package from open to released, released to tested or tested to ' +
+        'closed (PATCH /test-packages/{id}, or GraphQL) while it has reasons is 409 /problems/package-not-ready with the ' +
+        'first 100 reasons and `reasonCount`. While it is released, tested or closed, a change of an ISO, WPS, PQR or ' +
+        'qualification that would leave it not ready is 409 /problems/package-released.',
       'TestPackageReadiness',
     ),
   };
@@ -486,8 +593,9 @@ const EVENTS =
   'Every committed change of a resource is one event, written in the same transaction as the change (an event ' +
   'exists if and only if its change committed): <kind>.created, .updated, .deleted for ' +
   `${EVENT_RESOURCES.join(', ')}; weld.status_changed (also for NDT results; change: from, to, reason, cause, ` +
-  'ndtRecordId); test_package.released (change: from, to); examination_selection.opened (drawn), .closed (an NDT ' +
-  'record of its method covers the weld), .reopened (a correction took the weld off it). Several changes of one ' +
+  'ndtRecordId); test_package.released (change: from, to); examination_selection.opened (drawn, counted or ' +
+  'progressive, with its state), .closed (an examination that meets it covers the weld), .reopened (a correction ' +
+  'took the weld off the last such examination). Several changes of one ' +
   'resource in one transaction are one event showing the final state. `data` is the resource as its GET shows it ' +
   'after the change. Ids grow in commit order within a tenant, so a reader that passes the last id it has as ' +
   '`after` never misses or repeats an event, even when transactions commit out of the order they began. Events ' +
@@ -876,7 +984,13 @@ function buildDocument() {
     IsoWeldCountsList: json(IsoWeldCountsList),
     WelderQualificationStatus: json(WelderQualificationStatus),
     WeldChecks: json(WeldChecks),
-    WeldCheck: json(WeldChecks.shape.checks.element),
+    WeldCheck: json(WeldCheck),
+    WpsChecks: json(WpsChecks),
+    ContinuityUse: json(ContinuityUse),
+    ContinuityPage: json(ContinuityPage),
+    ContinuityBody: json(ContinuityBody, 'input'),
+    WithdrawBody: json(WithdrawBody, 'input'),
+    TestPackageHistoryPage: json(TestPackageHistoryPage),
     TestPackageReadiness: json(TestPackageReadiness),
     ReadinessReason: json(TestPackageReadiness.shape.reasons.element),
     WeldHistoryPage: json(WeldHistoryPage),
@@ -997,6 +1111,57 @@ function buildDocument() {
           properties: { checks: { type: 'array', items: ref('WeldCheck') } },
           if: { properties: { type: { const: '/problems/weld-checks-failed' } } },
           then: { required: ['checks'] },
+        },
+      ],
+    },
+    PackageReleasedProblem: {
+      allOf: [
+        ref('Problem'),
+        {
+          type: 'object',
+          properties: {
+            packages: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  testPackageId: { type: 'string', format: 'uuid' },
+                  packageNumber: { type: 'string' },
+                  state: { enum: ['released', 'tested', 'closed'] },
+                  reasons: { type: 'array', maxItems: 10, items: ref('ReadinessReason') },
+                  reasonCount: { type: 'integer', minimum: 1 },
+                },
+                required: ['testPackageId', 'packageNumber', 'state', 'reasons', 'reasonCount'],
+              },
+            },
+          },
+          if: { properties: { type: { const: '/problems/package-released' } } },
+          then: { required: ['packages'] },
+        },
+      ],
+    },
+    ReexaminationProblem: {
+      allOf: [
+        ref('Problem'),
+        {
+          type: 'object',
+          properties: { checks: { type: 'array', items: ref('WeldCheck') } },
+          if: { properties: { type: { const: '/problems/reexamination-open' } } },
+          then: { required: ['checks'] },
+        },
+      ],
+    },
+    WpsNotQualifiedProblem: {
+      allOf: [
+        ref('Problem'),
+        {
+          type: 'object',
+          properties: {
+            wpsId: { type: 'string', format: 'uuid' },
+            checks: { type: 'array', items: ref('WeldCheck') },
+          },
+          if: { properties: { type: { const: '/problems/wps-not-qualified' } } },
+          then: { required: ['wpsId', 'checks'] },
         },
       ],
     },

@@ -2,7 +2,7 @@
 // is referenced cannot be deleted (409).
 import { z } from 'zod';
 import { WELDING_PROCESSES } from '../db/vocabulary.ts';
-import { column, defineResource, inches } from './resource.ts';
+import { column, defineResource, inches, pNumber } from './resource.ts';
 
 const ONE = WELDING_PROCESSES.join('|');
 /** One process or a combination joined by "+", e.g. GTAW or GTAW+SMAW. */
@@ -33,14 +33,21 @@ export const pqrs = defineResource({
     pNumbers: {
       column: 'p_numbers',
       type: z
-        .array(z.string().min(1).max(10))
+        .array(pNumber)
         .min(1)
         .max(2)
-        .describe('ASME IX P-numbers of the base metals'),
+        .describe(
+          'the joint the coupon was welded on, as ASME IX P-numbers: one (P-No. 1 to P-No. 1) or two (P-No. 1 to P-No. 8)',
+        ),
       write: 'always',
       required: true,
     },
-    thicknessTestedIn: column.number('thickness_tested_in', inches.positive(), {
+    thicknessTestedIn: column.number(
+      'thickness_tested_in',
+      inches
+        .positive()
+        .describe('coupon thickness T, inches; QW-451.1 gives the base-metal range it supports'),
+      {
       write: 'always',
       required: true,
     }),

@@ -22,6 +22,7 @@ import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
+import { CALENDAR } from '../db/vocabulary.ts';
 import {
   databaseProblem,
   HttpProblem,
@@ -90,10 +91,21 @@ export const column = {
 /** A length in inches as the tables hold it, numeric(6, 3): 0 to 999.999. */
 export const inches = z.number().min(0).max(999.999).describe('inches');
 
-/** A calendar date, YYYY-MM-DD (year 1 or later: PostgreSQL has no year 0). */
+/**
+ * A calendar date of this domain, YYYY-MM-DD from 1900-01-01 to 2200-12-31: every date column
+ * holds the same check (migration 000017), so REST refuses what SQL would, with its words.
+ */
 export const calendarDate = z.iso
   .date()
-  .refine((value) => !value.startsWith('0000'), 'must be in year 1 or later');
+  .refine(
+    (value) => value >= CALENDAR.first && value <= CALENDAR.last,
+    `must be a date from ${CALENDAR.first} to ${CALENDAR.last}`,
+  );
+
+/** An ASME IX P-number as the code writes it (QW-422): 1, 5A, 15E. */
+export const pNumber = z
+  .string()
+  .regex(/^[0-9]{1,3}[A-Z]?$/, 'must be an ASME IX P-number: digits with an optional group letter (1, 5A, 15E)');
 
 /** A true/false query parameter. */
 export const booleanParam = z

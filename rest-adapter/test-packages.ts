@@ -1,7 +1,8 @@
 // Test packages: ISOs and welds released together for a pressure test. Their ISOs and welds
 // (isoIds, weldIds, each replaced as a whole) change, and the package may be deleted, only while
-// it is open, and its state only moves forward (or from released back to open): 409
-// /problems/state-conflict otherwise, enforced by triggers in migrations/.
+// it is open, and its state only moves forward (or from released back to open, withdrawn with a
+// reason: POST /test-packages/{id}/withdraw, code-rules.ts): 409 /problems/state-conflict
+// otherwise, enforced by triggers in migrations/.
 import { z } from 'zod';
 import { TEST_MEDIA, TEST_PACKAGE_STATES } from '../db/vocabulary.ts';
 import { column, defineResource } from './resource.ts';
@@ -38,7 +39,7 @@ export const testPackages = defineResource({
       type: z
         .enum(TEST_PACKAGE_STATES)
         .describe(
-          'open (default) -> released -> tested -> closed; released -> open withdraws a release',
+          'open (default) -> released -> tested -> closed, each only when ready (GET /test-packages/{id}/readiness); released -> open only by POST /test-packages/{id}/withdraw, with a reason',
         ),
       write: 'always',
       filter: true,

@@ -1,10 +1,12 @@
-// Welder qualifications: what a welder may weld (a WPS, or a process), in which positions and
-// ranges, from when to when. `validOn` lists those in force on a date (qualified on or before it,
-// not expired); continuity lapses (ASME IX QW-322) are judged by the code rules, not this filter
-// (GET /welders/{id}/qualification-status, code-rules.ts). The test coupon's diameter and
-// thickness give the ranges the qualification covers when they are not stated.
+// Welder qualifications: what a welder may weld (a WPS, or a process), groove or fillet, in which
+// positions and ranges, from when to when; revoked (QW-322.1(b)) with a date and a reason, or
+// renewing an earlier one (QW-322.2). `validOn` lists those in force on a date (qualified on or
+// before it, not expired, not revoked); continuity lapses (ASME IX QW-322.1(a)) are judged per
+// process by the code rules, not this filter (GET /welders/{id}/qualification-status,
+// code-rules.ts). The test coupon's diameter and thickness give the ranges it covers when they are
+// not stated.
 import { z } from 'zod';
-import { WELDING_POSITIONS } from '../db/vocabulary.ts';
+import { QUALIFICATION_JOINTS, WELDING_POSITIONS } from '../db/vocabulary.ts';
 import { processType } from './pqrs.ts';
 import { calendarDate, column, defineResource, inches } from './resource.ts';
 
@@ -52,14 +54,55 @@ export const welderQualifications = defineResource({
         ),
       { nullable: true, write: 'always' },
     ),
+    joint: {
+      column: 'joint',
+      type: z
+        .enum(QUALIFICATION_JOINTS)
+        .describe(
+          'groove (default): groove welds in its ranges and fillet welds of every size (QW-303.1); fillet: fillet welds only (QW-303.2)',
+        ),
+      write: 'always',
+    },
+    threeLayers: {
+      column: 'three_layers',
+      type: z
+        .boolean()
+        .describe(
+          'the coupon was deposited in at least three layers: with 1/2 in. or more it qualifies any thickness (QW-452.1(b)); default false',
+        ),
+      write: 'always',
+    },
     qualifiedOn: column.date('qualified_on', { write: 'always', required: true }),
     expiresOn: column.date('expires_on', { nullable: true, write: 'always' }),
     lastContinuityOn: column.date('last_continuity_on', { nullable: true, write: 'always' }),
+    revokedOn: column.date('revoked_on', {
+      nullable: true,
+      write: 'always',
+      type: calendarDate.describe(
+        'revoked from this day on (QW-322.1(b)), with revocationReason; null: not revoked',
+      ),
+    }),
+    revocationReason: column.text('revocation_reason', 2000, {
+      nullable: true,
+      write: 'always',
+      type: z
+        .string()
+        .max(2000)
+        .describe('why it was revoked; given together with revokedOn'),
+    }),
+    renewsQualificationId: column.id('renews_qualification_id', {
+      nullable: true,
+      write: 'always',
+      type: z.uuid().describe('the qualification of the same welder this one renews (QW-322.2)'),
+    }),
   },
   filters: {
     validOn: {
-      sql: `?::date between r.qualified_on and coalesce(r.expires_on, 'infinity')`,
-      type: calendarDate.describe('in force on this date: qualified on or before it, not expired'),
+      // From qualifiedOn through expiresOn, before revokedOn (least() passes over a null bound).
+      sql: `?::date <@ daterange(r.qualified_on, least(r.expires_on + 1, r.revoked_on))`,
+      type: calendarDate.describe(
+        'in force on this date: qualified on or before it, not expired, not revoked',
+      ),
     },
   },
   access: {

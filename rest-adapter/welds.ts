@@ -16,12 +16,14 @@ import { exportWelds } from '../db/weld-register.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
 import {
+  calendarDate,
   column,
   defineResource,
   expectedVersion,
   inches,
   itemsFrom,
   pathId,
+  pNumber,
   sendItemJson,
   type ItemJson,
 } from './resource.ts';
@@ -44,7 +46,11 @@ export const welds = defineResource({
     weldNumber: column.text('weld_number', 50, { write: 'always', required: true, filter: true }),
     type: {
       column: 'type',
-      type: z.enum(WELD_TYPES).describe('BW butt, SW socket, FW fillet, BR branch, TW tie-in'),
+      type: z
+        .enum(WELD_TYPES)
+        .describe(
+          'BW butt, SW socket, FW fillet, BR branch, TW tie-in, MW miter, LW lap (of a fabricated lap); SW and FW are fillet welds (ASME IX), the rest groove welds',
+        ),
       write: 'always',
       required: true,
       filter: true,
@@ -71,7 +77,25 @@ export const welds = defineResource({
     material: column.text('material', 100, { nullable: true, write: 'always' }),
     welderId: column.id('welder_id', { nullable: true, write: 'always', filter: true }),
     wpsId: column.id('wps_id', { nullable: true, write: 'always', filter: true }),
-    weldedOn: column.date('welded_on', { nullable: true, write: 'always' }),
+    weldedOn: column.date('welded_on', {
+      nullable: true,
+      write: 'always',
+      type: calendarDate.describe(
+        'the day it was welded; null: not yet welded (it is then neither sampled nor examined). It cannot move after, or be taken off, an examination that covers it',
+      ),
+    }),
+    baseMetal1PNumber: {
+      column: 'base_metal_1_p_number',
+      type: pNumber.describe('ASME IX P-number of the base metal on one side (QW-422), e.g. 1'),
+      nullable: true,
+      write: 'always',
+    },
+    baseMetal2PNumber: {
+      column: 'base_metal_2_p_number',
+      type: pNumber.describe('ASME IX P-number of the base metal on the other side, e.g. 8'),
+      nullable: true,
+      write: 'always',
+    },
     status: {
       column: 'status',
       type: z

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { WPS_STATES } from '../db/vocabulary.ts';
 import { processType } from './pqrs.ts';
-import { column, defineResource, inches } from './resource.ts';
+import { column, defineResource, inches, pNumber } from './resource.ts';
 
 export const wps = defineResource({
   path: 'wps',
@@ -24,11 +24,31 @@ export const wps = defineResource({
     },
     state: {
       column: 'state',
-      type: z.enum(WPS_STATES).describe('draft (default), approved, superseded'),
+      type: z
+        .enum(WPS_STATES)
+        .describe(
+          'draft (default), approved, superseded. Approved only while its PQRs qualify it (at least one PQR, each process, its thickness range, its P-numbers): else 409 /problems/wps-not-qualified',
+        ),
       write: 'always',
       filter: true,
     },
-    thicknessMinIn: column.number('thickness_min_in', inches, { write: 'always' }),
+    pNumbers: {
+      column: 'p_numbers',
+      type: z
+        .array(pNumber)
+        .min(1)
+        .max(2)
+        .describe(
+          'the joint it covers, as ASME IX P-numbers (QW-403.11): one (P-No. 1 to P-No. 1) or two (P-No. 1 to P-No. 8); null: not recorded (DATA_MISSING on its welds)',
+        ),
+      nullable: true,
+      write: 'always',
+    },
+    thicknessMinIn: column.number(
+      'thickness_min_in',
+      inches.describe('inches; the range must lie within what its PQRs support (QW-451.1)'),
+      { write: 'always' },
+    ),
     thicknessMaxIn: column.number(
       'thickness_max_in',
       inches.describe('inches; null: no upper limit'),
@@ -58,5 +78,5 @@ export const wps = defineResource({
       write: true,
     },
   },
-  access: { create: 'engineer', update: 'engineer (state, ranges, pqrIds)' },
+  access: { create: 'engineer', update: 'engineer (state, pNumbers, ranges, pqrIds)' },
 });

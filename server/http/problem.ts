@@ -120,6 +120,11 @@ export interface ColumnNaming {
    * the error's DETAIL, which PostgreSQL leaves out of errors on tables with row security.
    */
   constraintColumns?(table: string, constraint: string): readonly string[] | undefined;
+  /**
+   * What a CHECK constraint asks, in the words of its comment in the migrations ("must be a date
+   * from 1900-01-01 to 2200-12-31"): SQL says what its refusal means.
+   */
+  constraintRule?(table: string, constraint: string): string | undefined;
 }
 
 export const camelCase = (column: string) =>
@@ -133,6 +138,7 @@ const REST_NAMING: ColumnNaming = { field: camelCase };
  */
 export class CatalogColumnNaming implements ColumnNaming {
   private readonly constraints = new Map<string, readonly string[]>();
+  private readonly rules = new Map<string, string>();
 
   readonly field: (column: string) => string;
 
@@ -144,13 +150,21 @@ export class CatalogColumnNaming implements ColumnNaming {
     return this.constraints.get(`${table}.${constraint}`);
   }
 
-  /** Constraints and unique indexes of weld_public with their columns, in key order. */
+  constraintRule(table: string, constraint: string): string | undefined {
+    return this.rules.get(`${table}.${constraint}`);
+  }
+
+  /**
+   * Constraints and unique indexes of weld_public with their columns, in key order, and the
+   * comments of its CHECK constraints.
+   */
   async load(pool: pg.Pool): Promise<void> {
-    const { rows } = await pool.query<{ name: string; columns: string[] }>(`
+    const { rows } = await pool.query<{ name: string; columns: string[]; rule: string | null }>(`
       select r.relname || '.' || c.conname as name,
              array(select a.attname::text from unnest(c.conkey) with ordinality k(n, i)
                      join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n
-                    order by k.i) as columns
+                    order by k.i) as columns,
+             case c.contype when 'c' then obj_description(c.oid, 'pg_constraint') end as rule
         from pg_constraint c
         join pg_class r on r.oid = c.conrelid
        where r.relnamespace = 'weld_public'::regnamespace and c.contype in ('p', 'u', 'f', 'c')
@@ -158,12 +172,16 @@ export class CatalogColumnNaming implements ColumnNaming {
       select r.relname || '.' || i.relname,
              array(select a.attname::text from unnest(x.indkey::int2[]) with ordinality k(n, i)
                      join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k.n
-                    order by k.i)
+                    order by k.i),
+             null
         from pg_index x
         join pg_class i on i.oid = x.indexrelid
         join pg_class r on r.oid = x.indrelid
        where r.relnamespace = 'weld_public'::regnamespace and x.indisunique`);
-    for (const row of rows) this.constraints.set(row.name, row.columns);
+    for (const row of rows) {
+      this.constraints.set(row.name, row.columns);
+      if (row.rule) this.rules.set(row.name, row.rule);
+    }
   }
 }
 
@@ -186,7 +204,7 @@ export function restNaming(pool: pg.Pool): Promise<ColumnNaming> {
   return naming;
 }
 
-/** DETAIL of WD002, WD005, WD006, WD007, WD009 and WD010 is JSON; anything else reads as {}. */
+/** DETAIL of WD002, WD005 to WD007 and WD009 to WD013 is JSON; anything else reads as {}. */
 function jsonDetail(e: DatabaseError): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(e.detail ?? '{}');
@@ -233,7 +251,7 @@ const concurrentChange = () =>
  * The service's own SQLSTATEs (raised by the SQL functions in migrations/) and the few standard
  * ones a request can cause, mapped once to HTTP (REST answers them; GraphQL reports the same
  * `type` as extensions.code, with the same extension members). DETAIL of WD002, WD005, WD006,
- * WD007, WD009 and WD010 is JSON.
+ * WD007 and WD009 to WD013 is JSON.
  */
 const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming) => HttpProblem> = {
   // The message names the kind of row, e.g. "weld 7f0c... not found"; a line number may hold
@@ -325,6 +343,38 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
       extensions: { checks: Array.isArray(checks) ? checks : [] },
     });
   },
+  // a change that would leave a released (tested, closed) test package not ready; DETAIL
+  // {"packages": [{testPackageId, packageNumber, state, reasons (the first 10), reasonCount}]}
+  WD011: (e) => {
+    const { packages } = jsonDetail(e);
+    return new HttpProblem(409, {
+      type: '/problems/package-released',
+      title: 'A released test package depends on it',
+      detail: `${e.message}.`,
+      extensions: { packages: Array.isArray(packages) ? packages : [] },
+    });
+  },
+  // a repaired weld accepted by hand while its re-examination is owed (refuse mode); DETAIL
+  // {"checks": [{code, detail}]}
+  WD012: (e) => {
+    const { checks } = jsonDetail(e);
+    return new HttpProblem(409, {
+      type: '/problems/reexamination-open',
+      title: 'Re-examination owed',
+      detail: `${e.message}.`,
+      extensions: { checks: Array.isArray(checks) ? checks : [] },
+    });
+  },
+  // an approved WPS that its PQRs do not qualify; DETAIL {"wpsId", "checks": [{code, detail}]}
+  WD013: (e) => {
+    const { wpsId, checks } = jsonDetail(e);
+    return new HttpProblem(409, {
+      type: '/problems/wps-not-qualified',
+      title: 'WPS not qualified',
+      detail: `${e.message}.`,
+      extensions: { wpsId, checks: Array.isArray(checks) ? checks : [] },
+    });
+  },
   // permission denied: the caller's role lacks the privilege
   '42501': () =>
     new HttpProblem(403, {
@@ -372,12 +422,12 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   // check_violation: the field(s) the CHECK reads
   '23514': (e, naming) => {
     const fields = constraintFields(e, naming);
-    const rule = e.constraint ? ` (${e.constraint})` : '';
+    // The constraint's own words where its migration gave it some, else its name.
+    const said = e.table && e.constraint ? naming.constraintRule?.(e.table, e.constraint) : undefined;
+    const rule = said ?? `not an allowed value${e.constraint ? ` (${e.constraint})` : ''}`;
     return invalid(
-      fields.length
-        ? `${listed(fields)}: not an allowed value${rule}.`
-        : `A value is not allowed${rule}.`,
-      fields.map((f) => ({ pointer: `/${f}`, detail: `not an allowed value${rule}` })),
+      fields.length ? `${listed(fields)}: ${rule}.` : `A value is not allowed: ${rule}.`,
+      fields.map((f) => ({ pointer: `/${f}`, detail: rule })),
     );
   },
   // not_null_violation

@@ -68,7 +68,7 @@ test('import welds (dry run, then for real, then a bad file), export welds, and 
   const refused = await runCli(['import', 'welds', 'acme', bad], env);
   t.is(refused.code, 1);
   t.deepEqual(refused.stderr.trim().split('\n'), [
-    'line 3, type: must be one of BW, SW, FW, BR, TW ("XX")',
+    'line 3, type: must be one of BW, SW, FW, BR, TW, MW, LW ("XX")',
     'line 3, welderStamp: no welder has this stamp ("W-9")',
     'weld-admin: 2 errors; nothing was imported',
   ]);
@@ -77,9 +77,9 @@ test('import welds (dry run, then for real, then a bad file), export welds, and 
   const exported = await runCli(['export', 'welds', 'acme'], env);
   t.is(exported.code, 0, exported.output);
   t.deepEqual(exported.stdout.split('\n'), [
-    `\uFEFF${HEADER},status,repairCycle,version`,
-    'ISO-1,L-1,W1,BW,2,40,0.154,A106-B,W-1,,,2026-03-02,PENDING,0,1',
-    'ISO-2,L-1,W1,SW,1,80,,,,,,,PENDING,0,1',
+    `\uFEFF${HEADER},baseMetal1PNumber,baseMetal2PNumber,status,repairCycle,version`,
+    'ISO-1,L-1,W1,BW,2,40,0.154,A106-B,W-1,,,2026-03-02,,,PENDING,0,1',
+    'ISO-2,L-1,W1,SW,1,80,,,,,,,,,PENDING,0,1',
     '',
   ]);
   t.regex(exported.stderr, /^exported 2 welds of acme$/m);

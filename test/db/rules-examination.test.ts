@@ -161,7 +161,7 @@ test('341.4.1: an examination from before the lot required it counts at the draw
   );
   const drawn = await w.draw(w.a, { line: 'L-5', seed: 11 });
   t.deepEqual(tiers(drawn), { examined: 1 }, 'the examined weld is the 1 of ceil(5% x 20)');
-  t.is(drawn[0]!.weld_id, l.welds[0]![0]);
+  t.is(drawn[0]!.weld_id, l.welds[0]![0]!);
 });
 
 test('341.3.4: a weld rejected before the draw is part of the sample: the draw counts it and draws its tier 1 (2 more of its welder)', async (t) => {

@@ -232,8 +232,8 @@ test('QW-322.1(a): the continuity log lists each weld once per process of its WP
     log.map((r) => r.entry),
     [
       '2026-04-01 FCAW document log 1',
-      '2026-03-01 GTAW weld weld A-1 on ISO ISO-1, WPS WPS-GS rev 0',
       '2026-03-01 SMAW weld weld A-1 on ISO ISO-1, WPS WPS-GS rev 0',
+      '2026-03-01 GTAW weld weld A-1 on ISO ISO-1, WPS WPS-GS rev 0',
     ],
   );
 });

@@ -120,16 +120,42 @@ function makers(a: Record<Role, Client>) {
     iso: (isoNumber: string, lineNumber: string, extra: Body = {}) =>
       create('/isos', { isoNumber, lineNumber, ...extra }),
     welder: (stamp: string) => create('/welders', { stamp, name: `Welder ${stamp}` }),
-    /** An approved GTAW WPS for 0.0625 to 1 in, from 2.875 in outside diameter up. */
-    wps: (wpsNumber: string, extra: Body = {}) =>
+    /** A GTAW PQR of P-No. 1 to 1, coupon T 0.5 in. (QW-451.1: 3/16 to 1 in.). */
+    pqr: (pqrNumber: string, extra: Body = {}) =>
+      create('/pqrs', {
+        pqrNumber,
+        process: 'GTAW',
+        pNumbers: ['1'],
+        thicknessTestedIn: 0.5,
+        ...extra,
+      }),
+    /**
+     * An approved GTAW WPS for P-No. 1 to 1, 3/16 to 1 in, from 2.875 in outside diameter up,
+     * backed by a PQR of its own that supports that.
+     */
+    wps: async (wpsNumber: string, extra: Body = {}) =>
       create('/wps', {
         wpsNumber,
         process: 'GTAW',
         state: 'approved',
-        thicknessMinIn: 0.0625,
+        pNumbers: ['1'],
+        thicknessMinIn: 0.1875,
         thicknessMaxIn: 1,
         diameterMinIn: 2.875,
         diameterMaxIn: null,
+        pqrIds: [
+          (
+            ok(
+              await a.engineer.post('/pqrs', {
+                pqrNumber: `PQR-${wpsNumber}`,
+                process: extra.process ?? 'GTAW',
+                pNumbers: ['1'],
+                thicknessTestedIn: 0.5,
+              }),
+              201,
+            ) as Body & { id: string }
+          ).id,
+        ],
         ...extra,
       }),
     /** A GTAW qualification from 2026-01-10, 2.875 in OD up, to 1 in thick. */
@@ -142,13 +168,15 @@ function makers(a: Record<Role, Client>) {
         thicknessMaxIn: 1,
         ...extra,
       }),
-    /** A butt weld, NPS 6, 0.28 in wall, welded 2026-03-01 (the rest from `body`). */
+    /** A butt weld, NPS 6, 0.28 in wall, P-No. 1 to 1, welded 2026-03-01 (the rest from `body`). */
     weld: (body: Body) =>
       create('/welds', {
         type: 'BW',
         size: 6,
         wallThickness: 0.28,
         weldedOn: '2026-03-01',
+        baseMetal1PNumber: '1',
+        baseMetal2PNumber: '1',
         ...body,
       }),
     testPackage: (packageNumber: string, extra: Body = {}) =>
@@ -372,32 +400,40 @@ test('draw by ISO: ISO-200 at rtPercent 20 with 10 BW + 2 SW welds of 1 welder -
   t.deepEqual(again.selections, []);
 });
 
-test("tenant lots per ISO (examination_lot 'welder_iso'): L-100 with 2 ISOs x 3 welders x 2 welds -> 6 selections by line, 1 per welder and ISO", async (t) => {
+test("designated lot (B31.3 344.1.3): L-100 with 3 welders x 30 welds draws ceil(5% x 90) = 5 with 'line', and ceil(5% x 30) = 2 per welder, 6, with 'line_welder'", async (t) => {
   const w = await world(t);
-  await w.owner.query(
-    `update weld_public.tenant_settings set examination_lot = 'welder_iso' where tenant_id = $1`,
-    [w.tenantA],
-  );
-  const isos = [(await w.make.iso('ISO-1', 'L-100')).id, (await w.make.iso('ISO-2', 'L-100')).id];
-  const welders = [];
-  for (const stamp of ['W1', 'W2', 'W3']) welders.push((await w.make.welder(stamp)).id);
-  let n = 0;
-  for (const isoId of isos) {
-    for (const welderId of welders) {
-      for (let k = 0; k < 2; k++) await w.make.weld({ isoId, welderId, weldNumber: `X-${++n}` });
+  const wpsId = (await w.make.wps('WPS-1')).id;
+  const welds = async (line: string) => {
+    const isoId = (await w.make.iso(`ISO-${line}`, line)).id;
+    for (const stamp of ['W1', 'W2', 'W3']) {
+      const welderId = (await w.make.welder(`${stamp}-${line}`)).id;
+      await w.make.qualification(welderId);
+      await inBatches(Array.from({ length: 30 }, (_, k) => k), 10, (k) =>
+        w.make.weld({ isoId, welderId, wpsId, weldNumber: `${stamp}-${k + 1}` }),
+      );
     }
-  }
-  const examination = ok(await w.a.viewer.get(`/isos/${isos[0]}/examination`));
-  t.is(examination.lotDefinition, 'welder_iso');
-  t.like(examination.methods[0], { method: 'RT', welds: 6, required: 3, shortfall: 3 });
+    return isoId;
+  };
+  const first = await welds('L-100');
+  const examination = ok(await w.a.viewer.get(`/isos/${first}/examination`));
+  t.is(examination.lotDefinition, 'line');
+  t.like(examination.methods[0], { method: 'RT', welds: 90, required: 5, shortfall: 5 });
   const drawn = ok(
     await w.a.inspector.post('/examination-selections/draw', { method: 'RT', lineNumber: 'L-100' }),
   );
-  t.is(drawn.selections.length, 6);
-  const lots = new Set(
-    drawn.selections.map((s: Body) => `${String(s.isoId)} ${String(s.welderId)}`),
+  t.is(drawn.selections.length, 5);
+  t.is(new Set(drawn.selections.map((s: Body) => s.welderId)).size, 3, 'every welder represented');
+
+  await w.owner.query(
+    `update weld_public.tenant_settings set examination_lot = 'line_welder' where tenant_id = $1`,
+    [w.tenantA],
   );
-  t.is(lots.size, 6, 'one per welder and ISO');
+  await welds('L-200');
+  const perWelder = ok(
+    await w.a.inspector.post('/examination-selections/draw', { method: 'RT', lineNumber: 'L-200' }),
+  );
+  t.is(perWelder.selections.length, 6);
+  t.regex(perWelder.selections[0].reason, /RT 5% of welder W\d-L-200's welds on line L-200/);
 });
 
 test('draw refusals: 422 for neither or both of lineNumber and isoId, method XX, seed -1, 2^53, 1.5, "42" and unknown fields; 404 unknown ISO and 2 unknown lines; 403 viewer; 405 GET', async (t) => {
@@ -565,8 +601,9 @@ test('list: 5 selections in pages of 2 (2 + 2 + 1), every filter; an RT record c
     state: 'done',
     ndtRecordId: record.id,
   });
-  // A UT record of the same weld does not make the RT selection done twice, nor change it.
-  await ok(
+  // A UT record of another selected weld makes its RT selection done too (B31.3 341.4.1(b)(1):
+  // random RT or UT), naming the UT record.
+  const ut = await ok(
     await w.a.inspector.post('/ndt-records', {
       method: 'UT',
       reportNumber: 'UT-1',
@@ -575,7 +612,12 @@ test('list: 5 selections in pages of 2 (2 + 2 + 1), every filter; an RT record c
     }),
     201,
   );
-  t.is(await count('state=open'), 4, 'only a record of the selection method makes it done');
+  t.is(await count('state=open'), 3, 'UT meets RT');
+  t.like(ok(await w.a.viewer.get(`/examination-selections/${all[1]!.id}`)), {
+    state: 'done',
+    ndtRecordId: ut.id,
+    inspectionId: null,
+  });
 
   for (const [query, parameter] of [
     ['colour=red', 'colour'],
@@ -676,7 +718,7 @@ test("progressive: an RT rejection of W1's random selection -> exactly 2 tier-1 
 //------------------------------------------------------------------------------------------------
 // What an ISO requires
 
-test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5%) -> required 3, shortfall 3, 3 welders not covered; after a draw 3 selected, 0 short; after an RT record 1 examined; category_d ISO -> RT 5% and VT 100%', async (t) => {
+test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5% RT and VT) -> required 3 each (every welder), shortfall 3; after an RT draw 3 selected, 0 short; after an RT record 1 examined; category_d ISO -> RT 5% and VT 100%', async (t) => {
   const w = await world(t);
   const line = await lineWorld(w);
   const before = ok(await w.a.viewer.get(`/isos/${line.iso1}/examination`));
@@ -691,20 +733,18 @@ test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5%) -> required 3, s
     {
       isoId: line.iso1,
       lineNumber: 'L-100',
-      lotDefinition: 'welder_line',
-      methods: [
-        {
-          method: 'RT',
-          requiredPercent: 5,
-          welds: 40,
-          required: 3,
-          selected: 0,
-          examined: 0,
-          shortfall: 3,
-          progressiveOpen: 0,
-          weldersNotCovered: sorted(line.welders),
-        },
-      ],
+      lotDefinition: 'line',
+      methods: ['RT', 'VT'].map((method) => ({
+        method,
+        requiredPercent: 5,
+        welds: 40,
+        required: 3,
+        selected: 0,
+        examined: 0,
+        shortfall: 3,
+        progressiveOpen: 0,
+        weldersNotCovered: sorted(line.welders),
+      })),
     },
   );
   const iso200 = ok(await w.a.viewer.get(`/api/isos/${line.iso200}/examination`));
@@ -715,7 +755,14 @@ test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5%) -> required 3, s
     required: 2,
     shortfall: 2,
   });
-  t.is(iso200.methods.length, 1);
+  t.deepEqual(
+    iso200.methods.map((m: Body) => [m.method, m.requiredPercent, m.welds]),
+    [
+      ['RT', 20, 10],
+      ['VT', 5, 12],
+    ],
+    'RT of its 10 butt welds; visual of every weld, the 2 socket welds too',
+  );
 
   const drawn = ok(
     await w.a.inspector.post('/examination-selections/draw', { method: 'RT', isoId: line.iso1 }),
@@ -730,7 +777,7 @@ test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5%) -> required 3, s
     progressiveOpen: 0,
     weldersNotCovered: [],
   });
-  // ISO-2 shares the lots (welder_line): covered too.
+  // ISO-2 shares the lots (the line's): covered too.
   t.like(ok(await w.a.viewer.get(`/isos/${line.iso2}/examination`)).methods[0], {
     selected: 3,
     shortfall: 0,
@@ -950,7 +997,7 @@ test('weld checks: a bare weld -> 4 DATA_MISSING (welder, WPS, date, wall thickn
   problemOf(t, await w.a.viewer.get('/welds/00000000-0000-4000-8000-000000000000/checks'), 404);
 });
 
-test('readiness: 2 pending welds -> WELD_NOT_ACCEPTED x2 + EXAMINATION_SHORTFALL; release 409 package-not-ready with those 3; after a draw EXAMINATION_OPEN; after RT accepts both, ready and released; empty -> NO_WELDS; 30 bare welds -> the 409 carries 100 of 150+ reasons', async (t) => {
+test('readiness: 2 pending welds -> WELD_NOT_ACCEPTED x2 + EXAMINATION_SHORTFALL for RT and VT; release 409 package-not-ready with those 4; after an RT draw EXAMINATION_OPEN; after RT accepts both and a visual inspection, ready and released; empty -> NO_WELDS; 30 bare welds -> the 409 carries 100 of 150+ reasons', async (t) => {
   const w = await world(t);
   const iso = (await w.make.iso('ISO-1', 'L-500')).id;
   const welder = (await w.make.welder('W1')).id;
@@ -972,7 +1019,8 @@ test('readiness: 2 pending welds -> WELD_NOT_ACCEPTED x2 + EXAMINATION_SHORTFALL
     sorted([
       `WELD_NOT_ACCEPTED ${welds[0]}`,
       `WELD_NOT_ACCEPTED ${welds[1]}`,
-      `EXAMINATION_SHORTFALL ${iso}`,
+      `EXAMINATION_SHORTFALL ${iso}`, // RT 5%
+      `EXAMINATION_SHORTFALL ${iso}`, // VT 5%
     ]),
   );
   for (const reason of before.reasons) t.is(typeof reason.detail, 'string');
@@ -980,7 +1028,7 @@ test('readiness: 2 pending welds -> WELD_NOT_ACCEPTED x2 + EXAMINATION_SHORTFALL
   const refused = await w.a.engineer.patch(`/test-packages/${pkg}`, { state: 'released' });
   problemOf(t, refused, 409, '/problems/package-not-ready');
   t.is(refused.json.title, 'Test package not ready');
-  t.is(refused.json.reasonCount, 3);
+  t.is(refused.json.reasonCount, 4);
   t.deepEqual(summary(refused.json.reasons), summary(before.reasons));
   t.is(ok(await w.a.viewer.get(`/test-packages/${pkg}`)).state, 'open', 'nothing changed');
 
@@ -994,10 +1042,22 @@ test('readiness: 2 pending welds -> WELD_NOT_ACCEPTED x2 + EXAMINATION_SHORTFALL
       `WELD_NOT_ACCEPTED ${welds[0]}`,
       `WELD_NOT_ACCEPTED ${welds[1]}`,
       `EXAMINATION_OPEN ${drawn[0].weldId}`,
+      `EXAMINATION_SHORTFALL ${iso}`, // VT
     ]),
   );
 
   await w.make.rt('RT-1', { [welds[0]!]: 'accepted', [welds[1]!]: 'accepted' });
+  t.deepEqual(summary((await readiness()).reasons), [`EXAMINATION_SHORTFALL ${iso}`]);
+  // A visual inspection of the welds counts toward the 5% VT lot (B31.3 341.4.1(a)).
+  ok(
+    await w.a.inspector.post('/inspections', {
+      kind: 'visual',
+      inspectedOn: '2026-03-02',
+      result: 'accepted',
+      weldIds: welds,
+    }),
+    201,
+  );
   t.deepEqual(await readiness(), { testPackageId: pkg, state: 'open', ready: true, reasons: [] });
   const released = ok(await w.a.engineer.patch(`/api/test-packages/${pkg}`, { state: 'released' }));
   t.is(released.state, 'released');
@@ -1340,7 +1400,7 @@ test('GraphQL answers as REST: Weld.checks (4 codes), TestPackage.ready and read
   for (const on of ['2026-07-10', '2026-07-11']) {
     const welderData = await gqlOk(
       'viewer',
-      `query ($id: UUID!, $on: Date) { allWelders(first: 1, condition: { rowId: $id }) { nodes { ${rowsOf(qualification, 'qualificationId process wpsId state qualifiedOn expiresOn lastUsedOn continuityUntil reasons', ['onDate: $on'])} } } }`,
+      `query ($id: UUID!, $on: Date) { allWelders(first: 1, condition: { rowId: $id }) { nodes { ${rowsOf(qualification, 'qualificationId process wpsId state qualifiedOn expiresOn revokedOn lastUsedOn continuityUntil reasons', ['onDate: $on'])} } } }`,
       { id: line.welders[1], on },
     );
     const rest = ok(
