@@ -189,7 +189,7 @@ const SELECTION_FROM = `
 
 /** The list's filters, each SQL with one `?`. */
 const SELECTION_FILTERS = {
-  state: 'weld_hidden.examination_selection_json(s) ->> \'state\' = ?',
+  state: "weld_hidden.examination_selection_json(s) ->> 'state' = ?",
   method: 's.method = ?',
   tier: 's.tier = ?',
   isoId: 'w.iso_id = ?::uuid',
@@ -484,7 +484,9 @@ export const ContinuityUse = z
     process: z.enum(WELDING_PROCESSES),
     source: z
       .enum(CONTINUITY_SOURCES)
-      .describe('weld: a weld on record (one entry per process of its WPS); document: a documented use'),
+      .describe(
+        'weld: a weld on record (one entry per process of its WPS); document: a documented use',
+      ),
     reference: z.string().describe('the weld (its number, ISO and WPS), or the document given'),
     weldId: z.uuid().nullable(),
     continuityId: z.uuid().nullable().describe('the documented use; null for a weld'),
@@ -645,9 +647,13 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
         sendPage(
           req,
           res,
-          rows.map(({ welder, key, ...use }) => ({ ...use, id: `${use.usedOn}|${key}` })),
+          rows.map(({ welder: _welder, key: _key, ...use }) => use),
           limit,
-          (use) => encodeTextCursor(use.id),
+          // The entry's place in the log, from what it shows: its day, then its key.
+          (use) =>
+            encodeTextCursor(
+              `${String(use.usedOn)}|${String(use.source)}/${String(use.process)}/${String(use.weldId ?? use.continuityId)}`,
+            ),
         );
       },
     },
@@ -659,9 +665,11 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
         const id = pathId(req, 'welder');
         const body = ContinuityBody.parse(req.body ?? {});
         const use = await withContext(pool, callerContext(req), async (db) => {
-          const welder = await db.query(prepared('select from weld_public.welders where id = $1', [id]));
+          const welder = await db.query(
+            prepared('select from weld_public.welders where id = $1', [id]),
+          );
           if (!welder.rowCount) throw problems.notFound('No such welder.');
-          const { rows } = await db.query(
+          const { rows } = await db.query<z.infer<typeof ContinuityUse>>(
             prepared(
               `insert into weld_public.welder_continuity (welder_id, used_on, process, reference)
                values ($1, $2, $3, $4)

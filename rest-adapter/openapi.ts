@@ -362,20 +362,20 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 const LOTS =
   'A lot (B31.3 344.1.3) is the welds of one line that one examination extent covers: one method at one percent ' +
   "(the tenant's default, tenant_settings.examination_lot = 'line'), or of one welder too ('line_welder', stricter). " +
-  'Its candidates are its welds already welded (weldedOn set), not VOIDED, of a type the rule of their ISO\'s fluid ' +
-  'service covers for the method. The tenant\'s rules (weld_public.examination_rules, by default from B31.3): normal ' +
+  "Its candidates are its welds already welded (weldedOn set), not VOIDED, of a type the rule of their ISO's fluid " +
+  "service covers for the method. The tenant's rules (weld_public.examination_rules, by default from B31.3): normal " +
   '5 % RT of BW, MW, TW and 5 % VT of every weld; category_d 100 % VT; category_m 20 % RT of BW, MW, TW, LW, BR and ' +
   '100 % VT; severe_cyclic 100 % RT of BW, MW, TW, BR (a BR not radiographed may have MT or PT instead), 100 % MT or ' +
-  'PT of SW and 100 % VT; high_pressure 100 % RT of BW, MW, TW, BR and 100 % VT. For RT an ISO\'s rtPercent applies ' +
-  "when greater. RT and UT meet each other (341.4.1(b)(1)) unless tenant_settings.volumetric_interchangeable is off; " +
+  "PT of SW and 100 % VT; high_pressure 100 % RT of BW, MW, TW, BR and 100 % VT. For RT an ISO's rtPercent applies " +
+  'when greater. RT and UT meet each other (341.4.1(b)(1)) unless tenant_settings.volumetric_interchangeable is off; ' +
   'a visual inspection meets VT. A lot requires ceil(percent x candidates / 100) examined, and at least one weld of ' +
   'each welder in it (every weld at 100 %); selections of every tier count.';
 
 const TIERS =
   'Examinations count, and progressive examination is automatic (B31.3 341.3.4): an NDT record (POST /ndt-records, or a ' +
   'correction) or a visual inspection that covers a weld of original work in a lot whose method it meets counts it ' +
-  "(tier examined), and when it rejects a weld with a selection it meets, SQL selects in the same transaction, from the same " +
-  "lot and of the same welder: for a random or examined selection two more welds as tier 1; for a tier 1 two more as tier 2; " +
+  '(tier examined), and when it rejects a weld with a selection it meets, SQL selects in the same transaction, from the same ' +
+  'lot and of the same welder: for a random or examined selection two more welds as tier 1; for a tier 1 two more as tier 2; ' +
   'for a tier 2 every remaining weld of that welder as full (a selection causes this once; a weld already repaired causes ' +
   'nothing: a repair owes a re-examination instead, B31.3 341.3.3). Tiers 1 and 2 take welds neither selected for the method ' +
   'nor examined by it. Each names the selection (causeSelectionId) and the record (causeNdtRecordId or causeInspectionId) ' +
@@ -493,9 +493,9 @@ function codeRulePaths(): Record<string, unknown> {
     '/welds/{id}/checks': read(
       'What the code rules find wrong with a weld',
       'ok is true when no check fails. DATA_MISSING: one per missing welder, WPS, date welded, P-number of either base ' +
-        "metal or of the WPS, and for a groove weld its wall thickness or a size that is no standard NPS (its outside " +
+        'metal or of the WPS, and for a groove weld its wall thickness or a size that is no standard NPS (its outside ' +
         'diameter is unknown: missing data is never a pass). WPS_NOT_APPROVED: the WPS is a draft (superseded counts as ' +
-        'approved). WPS_RANGE: a groove weld\'s outside diameter (from the NPS size, ASME B36.10) or wall thickness is ' +
+        "approved). WPS_RANGE: a groove weld's outside diameter (from the NPS size, ASME B36.10) or wall thickness is " +
         'outside the WPS ranges (no groove range applies to socket and fillet welds). WPS_PNUMBER: its base metals are ' +
         'not the joint its WPS covers (QW-403.11). WPS_RANGE_UNSUPPORTED: its WPS is not qualified by its PQRs (as GET ' +
         '/wps/{id}/checks). WELDER_NOT_QUALIFIED: for a process of the WPS, no qualification of the welder in force that ' +
@@ -513,7 +513,7 @@ function codeRulePaths(): Record<string, unknown> {
         'QW-200.2); a process of it none of its PQRs qualifies (QW-200.4: a combination may be backed by several); its ' +
         'thickness range (thicknessMinIn to thicknessMaxIn, null meaning no limit) is not within what its PQRs support ' +
         "(QW-451.1 from each coupon's T: under 1/16 in. T to 2T; 1/16 to 3/8 in. 1/16 in. to 2T; over 3/8 in. 3/16 in. " +
-        'to 2T; 1 1/2 in. and over 3/16 in. to 8 in.; the tenant\'s weld_public.procedure_thickness_rules); its P-number ' +
+        "to 2T; 1 1/2 in. and over 3/16 in. to 8 in.; the tenant's weld_public.procedure_thickness_rules); its P-number " +
         "joint is not one of its PQRs' nor one they qualify by QW-424.1 (weld_public.p_number_rules). DATA_MISSING: it " +
         'records no P-numbers. An approved WPS stays qualified: approving one that is not, or a change that leaves an ' +
         'approved one unqualified (its ranges, P-numbers, PQRs, or a PQR of it) is 409 /problems/wps-not-qualified.',
@@ -524,7 +524,7 @@ function codeRulePaths(): Record<string, unknown> {
         summary: "The welder's continuity log (ASME IX QW-322.1(a)), newest first",
         description:
           'Every use of a welding process by the welder: each weld on record that is welded and not VOIDED, once ' +
-          "per process of its WPS (source weld), and each documented use (source document). Each use extends the " +
+          'per process of its WPS (source weld), and each documented use (source document). Each use extends the ' +
           "welder's qualifications for that process by the tenant's continuity months; a use after a lapse revives " +
           'nothing. Pages newest first (usedOn, then the entry); filter by process.',
         parameters: [idParam, ...queryParameters(ContinuityQuery)],
@@ -545,7 +545,9 @@ function codeRulePaths(): Record<string, unknown> {
         responses: {
           '201': { description: 'the use, as the log lists it', ...content('ContinuityUse') },
           '403': problem('your role may not record it (a viewer), or the CSRF check failed'),
-          '422': problem('a bad field (a date outside 1900-01-01 to 2200-12-31, an unknown process), named in errors'),
+          '422': problem(
+            'a bad field (a date outside 1900-01-01 to 2200-12-31, an unknown process), named in errors',
+          ),
           ...common,
         },
       },
@@ -555,14 +557,21 @@ function codeRulePaths(): Record<string, unknown> {
         summary: 'Withdraw a released test package to open, with a reason',
         description:
           'The only way back from released to open (PATCH with state open is 409 /problems/state-conflict): the ' +
-          'reason is kept in the package\'s state history (GET /test-packages/{id}/history). While released, what its ' +
+          "reason is kept in the package's state history (GET /test-packages/{id}/history). While released, what its " +
           'readiness was judged on is held (a change that would leave it not ready is 409 /problems/package-released); ' +
           'withdrawn, its welds, ISOs, WPSs and qualifications may change again, and releasing it judges it again. ' +
           'Who: engineer, admin.',
-        parameters: [idParam, header('If-Match', 'the ETag you read; 412 if the package changed since')],
+        parameters: [
+          idParam,
+          header('If-Match', 'the ETag you read; 412 if the package changed since'),
+        ],
         requestBody: { required: true, ...content('WithdrawBody') },
         responses: {
-          '200': { description: 'the package, open', headers: itemHeaders, ...content('TestPackage') },
+          '200': {
+            description: 'the package, open',
+            headers: itemHeaders,
+            ...content('TestPackage'),
+          },
           '403': problem('your role may not withdraw it, or the CSRF check failed'),
           '409': problem('the package is not released (/problems/state-conflict)'),
           '412': problem('If-Match is stale'),
@@ -1170,8 +1179,15 @@ function buildDocument() {
         ref('Problem'),
         {
           type: 'object',
-          properties: { allowed: { type: 'array', items: { enum: [...WELD_STATUSES] } } },
-          required: ['allowed'],
+          properties: {
+            allowed: { type: 'array', items: { enum: [...WELD_STATUSES] } },
+            checks: { type: 'array', items: ref('WeldCheck') },
+          },
+          // The 409 of a status change: the rules refuse it (`allowed`), or a repaired weld owes
+          // its re-examination (`checks`, /problems/reexamination-open).
+          if: { properties: { type: { const: '/problems/reexamination-open' } } },
+          then: { required: ['checks'] },
+          else: { required: ['allowed'] },
         },
       ],
     },
@@ -1379,7 +1395,7 @@ function buildDocument() {
             },
             '403': problem('your role may not make this change (or CSRF check failed)'),
             '409': problem(
-              'the rules do not allow this change; `allowed` lists what they allow',
+              "the rules do not allow this change (`allowed` lists what they allow); or, where the tenant refuses failing welds, ACCEPTED for a repaired weld whose re-examination is owed (/problems/reexamination-open, `checks`)",
               'TransitionProblem',
             ),
             '412': problem('If-Match is stale'),

@@ -156,12 +156,12 @@ export function sendJsonPage<T extends { json: string }>(
  * page, which starts after the last row shown (its cursor: the encoded id, unless `cursorOf` says
  * otherwise).
  */
-export function sendPage<T extends { id: string | number }>(
+export function sendPage<T extends object>(
   req: Request,
   res: Response,
   rows: T[],
   limit: number,
-  cursorOf: (row: T) => string = (row) => encodeCursor(String(row.id)),
+  cursorOf: (row: T) => string = (row) => encodeCursor(String((row as { id: unknown }).id)),
 ): void {
   const items = rows.slice(0, limit);
   const nextCursor = rows.length > limit ? cursorOf(items.at(-1)!) : null;

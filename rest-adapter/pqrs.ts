@@ -48,9 +48,10 @@ export const pqrs = defineResource({
         .positive()
         .describe('coupon thickness T, inches; QW-451.1 gives the base-metal range it supports'),
       {
-      write: 'always',
-      required: true,
-    }),
+        write: 'always',
+        required: true,
+      },
+    ),
     diameterTestedIn: column.number('diameter_tested_in', inches.positive(), {
       nullable: true,
       write: 'always',

@@ -105,7 +105,10 @@ export const calendarDate = z.iso
 /** An ASME IX P-number as the code writes it (QW-422): 1, 5A, 15E. */
 export const pNumber = z
   .string()
-  .regex(/^[0-9]{1,3}[A-Z]?$/, 'must be an ASME IX P-number: digits with an optional group letter (1, 5A, 15E)');
+  .regex(
+    /^[0-9]{1,3}[A-Z]?$/,
+    'must be an ASME IX P-number: digits with an optional group letter (1, 5A, 15E)',
+  );
 
 /** A true/false query parameter. */
 export const booleanParam = z

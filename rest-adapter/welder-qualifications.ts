@@ -85,10 +85,7 @@ export const welderQualifications = defineResource({
     revocationReason: column.text('revocation_reason', 2000, {
       nullable: true,
       write: 'always',
-      type: z
-        .string()
-        .max(2000)
-        .describe('why it was revoked; given together with revokedOn'),
+      type: z.string().max(2000).describe('why it was revoked; given together with revokedOn'),
     }),
     renewsQualificationId: column.id('renews_qualification_id', {
       nullable: true,

@@ -423,7 +423,8 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   '23514': (e, naming) => {
     const fields = constraintFields(e, naming);
     // The constraint's own words where its migration gave it some, else its name.
-    const said = e.table && e.constraint ? naming.constraintRule?.(e.table, e.constraint) : undefined;
+    const said =
+      e.table && e.constraint ? naming.constraintRule?.(e.table, e.constraint) : undefined;
     const rule = said ?? `not an allowed value${e.constraint ? ` (${e.constraint})` : ''}`;
     return invalid(
       fields.length ? `${listed(fields)}: ${rule}.` : `A value is not allowed: ${rule}.`,

@@ -1,206 +1,26 @@
-// The code rules of issue F7 over real HTTP: examination selections drawn by lot and seed, the
-// progressive tiers a rejection causes, what an ISO's lots require, a welder's qualifications on a
-// date (QW-322 continuity), a weld's checks, a test package's readiness and the refusal to release
-// one that is not ready, the tenant switch that refuses welds failing the checks, the tenant
-// boundary, and GraphQL answering as REST does. The worlds are built as a client would: ISOs,
-// welders, WPSs, qualifications and welds over REST as an engineer, NDT records as an inspector.
-// Every response is also checked against the OpenAPI document (helpers/http.ts).
-import test, { type ExecutionContext } from 'ava';
-import type pg from 'pg';
+// The code rules over real HTTP (issues F7, F13): examination selections drawn by lot and seed,
+// the progressive tiers a rejection causes, what an ISO's lots require, a welder's qualifications
+// on a date (QW-322 continuity), a weld's checks, a test package's readiness and the refusal to
+// release one that is not ready, the tenant switch that refuses welds failing the checks, the
+// tenant boundary, and GraphQL answering as REST does. The worlds are built as a client would
+// (helpers/rules-http.ts); the rest of F13's faces are in code-rules-f13.test.ts.
+import test from 'ava';
 import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
-import { migratedDatabase } from '../helpers/database.ts';
-import { ownerClient } from '../helpers/fixtures.ts';
-import { request, type HttpResponse } from '../helpers/http.ts';
-import { startServer } from '../helpers/server.ts';
-
-const A = 'a.test';
-const B = 'b.test';
-const ROLES = ['viewer', 'inspector', 'engineer', 'admin'] as const;
-type Role = (typeof ROLES)[number];
-type Body = Record<string, unknown>;
-
-// At most this many worlds at once: each holds a database, a server and their connections, and
-// the cluster's connections are shared with the other test files running beside this one.
-const MAX_WORLDS = 4;
-let worldsRunning = 0;
-const waitingForWorld: Array<() => void> = [];
-async function worldSlot(t: ExecutionContext): Promise<void> {
-  if (worldsRunning < MAX_WORLDS) worldsRunning++;
-  else await new Promise<void>((resolve) => waitingForWorld.push(resolve));
-  t.teardown(() => {
-    const next = waitingForWorld.shift();
-    if (next) next();
-    else worldsRunning--;
-  });
-}
-
-interface Client {
-  get(path: string): Promise<HttpResponse>;
-  post(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResponse>;
-  patch(path: string, body: unknown): Promise<HttpResponse>;
-}
-
-function client(port: number, host: string, token: string): Client {
-  const send = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    request(port, {
-      method,
-      path,
-      host,
-      body,
-      headers: { authorization: `Bearer ${token}`, ...headers },
-    });
-  return {
-    get: (path) => send('GET', path),
-    post: (path, body, headers) => send('POST', path, body, headers),
-    patch: (path, body) => send('PATCH', path, body),
-  };
-}
-
-interface World {
-  port: number;
-  owner: pg.Client;
-  tenantA: string;
-  tenantB: string;
-  userIds: Record<Role, string>;
-  /** Tenant A's users at A's origin, and tenant B's at B's. */
-  a: Record<Role, Client>;
-  b: Record<Role, Client>;
-  /** GraphQL at A's origin as one of A's users. */
-  gql: (role: Role, query: string, variables?: object) => Promise<HttpResponse>;
-  make: ReturnType<typeof makers>;
-}
-
-async function world(t: ExecutionContext): Promise<World> {
-  await worldSlot(t);
-  const { target } = await migratedDatabase(t);
-  const owner = await ownerClient(target);
-  t.teardown(() => owner.end());
-  const tenantA = (await addTenant(owner, { slug: 'alpha', origins: [`http://${A}`] })).id;
-  const tenantB = (await addTenant(owner, { slug: 'bravo', origins: [`http://${B}`] })).id;
-  await addRoleUsers(owner, 'alpha');
-  await addRoleUsers(owner, 'bravo');
-  const { rows } = await owner.query<{ role: Role; id: string }>(
-    'select role, id from weld_public.users where tenant_id = $1',
-    [tenantA],
-  );
-  const userIds = Object.fromEntries(rows.map((r) => [r.role, r.id])) as Record<Role, string>;
-  const { port } = await startServer(t, target);
-  const a = {} as Record<Role, Client>;
-  const b = {} as Record<Role, Client>;
-  const tokens = {} as Record<Role, string>;
-  for (const role of ROLES) {
-    tokens[role] = (await login(port, A, role)).json.accessToken;
-    a[role] = client(port, A, tokens[role]);
-    b[role] = client(port, B, (await login(port, B, role)).json.accessToken);
-  }
-  const gql: World['gql'] = (role, query, variables) =>
-    request(port, {
-      method: 'POST',
-      path: '/graphql',
-      host: A,
-      body: { query, variables },
-      headers: { authorization: `Bearer ${tokens[role]}` },
-    });
-  return { port, owner, tenantA, tenantB, userIds, a, b, gql, make: makers(a) };
-}
-
-/** The answer's JSON, or an error naming what was answered instead. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function ok(res: HttpResponse, status = 200): any {
-  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text}`);
-  return res.json;
-}
-
-/** Tenant A's records, made over REST as its engineer (NDT records as its inspector). */
-function makers(a: Record<Role, Client>) {
-  const create = async (path: string, body: Body) =>
-    ok(await a.engineer.post(path, body), 201) as Body & { id: string };
-  return {
-    iso: (isoNumber: string, lineNumber: string, extra: Body = {}) =>
-      create('/isos', { isoNumber, lineNumber, ...extra }),
-    welder: (stamp: string) => create('/welders', { stamp, name: `Welder ${stamp}` }),
-    /** A GTAW PQR of P-No. 1 to 1, coupon T 0.5 in. (QW-451.1: 3/16 to 1 in.). */
-    pqr: (pqrNumber: string, extra: Body = {}) =>
-      create('/pqrs', {
-        pqrNumber,
-        process: 'GTAW',
-        pNumbers: ['1'],
-        thicknessTestedIn: 0.5,
-        ...extra,
-      }),
-    /**
-     * An approved GTAW WPS for P-No. 1 to 1, 3/16 to 1 in, from 2.875 in outside diameter up,
-     * backed by a PQR of its own that supports that.
-     */
-    wps: async (wpsNumber: string, extra: Body = {}) =>
-      create('/wps', {
-        wpsNumber,
-        process: 'GTAW',
-        state: 'approved',
-        pNumbers: ['1'],
-        thicknessMinIn: 0.1875,
-        thicknessMaxIn: 1,
-        diameterMinIn: 2.875,
-        diameterMaxIn: null,
-        pqrIds: [
-          (
-            ok(
-              await a.engineer.post('/pqrs', {
-                pqrNumber: `PQR-${wpsNumber}`,
-                process: extra.process ?? 'GTAW',
-                pNumbers: ['1'],
-                thicknessTestedIn: 0.5,
-              }),
-              201,
-            ) as Body & { id: string }
-          ).id,
-        ],
-        ...extra,
-      }),
-    /** A GTAW qualification from 2026-01-10, 2.875 in OD up, to 1 in thick. */
-    qualification: (welderId: string, extra: Body = {}) =>
-      create('/welder-qualifications', {
-        welderId,
-        process: 'GTAW',
-        qualifiedOn: '2026-01-10',
-        diameterMinIn: 2.875,
-        thicknessMaxIn: 1,
-        ...extra,
-      }),
-    /** A butt weld, NPS 6, 0.28 in wall, P-No. 1 to 1, welded 2026-03-01 (the rest from `body`). */
-    weld: (body: Body) =>
-      create('/welds', {
-        type: 'BW',
-        size: 6,
-        wallThickness: 0.28,
-        weldedOn: '2026-03-01',
-        baseMetal1PNumber: '1',
-        baseMetal2PNumber: '1',
-        ...body,
-      }),
-    testPackage: (packageNumber: string, extra: Body = {}) =>
-      create('/test-packages', { packageNumber, testMedium: 'hydro', ...extra }),
-    /** An RT record by A's inspector with the results given, weld by weld. */
-    rt: async (reportNumber: string, results: Record<string, 'accepted' | 'rejected'>) =>
-      ok(
-        await a.inspector.post('/ndt-records', {
-          method: 'RT',
-          reportNumber,
-          examinedOn: '2026-04-01',
-          welds: Object.entries(results).map(([weldId, result]) => ({ weldId, result })),
-        }),
-        201,
-      ) as Body & { id: string },
-  };
-}
-
-/** Runs the calls `width` at a time, in order of the list. */
-async function inBatches<T>(items: T[], width: number, call: (item: T) => Promise<unknown>) {
-  for (let i = 0; i < items.length; i += width) {
-    await Promise.all(items.slice(i, i + width).map(call));
-  }
-}
+import {
+  client,
+  idsOf,
+  inBatches,
+  named,
+  ok,
+  problemOf,
+  sorted,
+  today,
+  world,
+  type Body,
+  type Role,
+  type World,
+} from '../helpers/rules-http.ts';
 
 interface LineWorld {
   iso1: string;
@@ -246,25 +66,6 @@ async function lineWorld(w: World): Promise<LineWorld> {
   });
   return { iso1, iso2, iso200, welders, wpsId, welds };
 }
-
-const sorted = <T>(list: T[]) => [...list].sort();
-const idsOf = (res: HttpResponse): string[] => res.json.items.map((i: { id: string }) => i.id);
-const today = () => new Date().toISOString().slice(0, 10);
-
-function problemOf(t: ExecutionContext, res: HttpResponse, status: number, type?: string): void {
-  t.is(res.status, status, res.text);
-  t.regex(String(res.headers['content-type']), /^application\/problem\+json/);
-  if (type) t.is(res.json.type, type, res.text);
-}
-
-/** What a 422 names: pointers and parameters, each once (a value may break two rules). */
-const named = (res: HttpResponse): string[] => [
-  ...new Set<string>(
-    (res.json?.errors ?? []).map(
-      (e: { pointer?: string; parameter?: string }) => e.pointer ?? e.parameter,
-    ),
-  ),
-];
 
 //------------------------------------------------------------------------------------------------
 // Drawing
@@ -408,8 +209,10 @@ test("designated lot (B31.3 344.1.3): L-100 with 3 welders x 30 welds draws ceil
     for (const stamp of ['W1', 'W2', 'W3']) {
       const welderId = (await w.make.welder(`${stamp}-${line}`)).id;
       await w.make.qualification(welderId);
-      await inBatches(Array.from({ length: 30 }, (_, k) => k), 10, (k) =>
-        w.make.weld({ isoId, welderId, wpsId, weldNumber: `${stamp}-${k + 1}` }),
+      await inBatches(
+        Array.from({ length: 30 }, (_, k) => k),
+        10,
+        (k) => w.make.weld({ isoId, welderId, wpsId, weldNumber: `${stamp}-${k + 1}` }),
       );
     }
     return isoId;

@@ -109,7 +109,7 @@ test('every resource change is exactly one event whose data is the resource as G
     wpsNumber: 'WPS-1',
     process: 'GTAW',
     state: 'approved',
-    thicknessMinIn: 0.0625,
+    thicknessMinIn: 0.1875,
     thicknessMaxIn: 1,
     diameterMinIn: 2.875,
     pqrIds: [pqr.id],

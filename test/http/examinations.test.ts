@@ -65,8 +65,8 @@ async function world(t: ExecutionContext): Promise<World> {
   let count = 0;
   const weldIn = (tenant: string, iso: string, status = 'PENDING') =>
     one(
-      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, status)
-       values ($1, $2, $3, 'BW', 6, $4) returning id`,
+      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, status, welded_on)
+       values ($1, $2, $3, 'BW', 6, $4, '2026-01-01') returning id`,
       [tenant, iso, `W${String(++count).padStart(3, '0')}`, status],
     );
   const weldOfB = await weldIn(b.id, await isoOf(b.id));

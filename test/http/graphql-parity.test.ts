@@ -164,8 +164,8 @@ function makers(owner: World['owner'], tenant: string) {
       ),
     weld: async (status = 'PENDING') =>
       one(
-        `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, status)
-         values ($1, $2, $3, 'BW', 6, $4) returning id`,
+        `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, status, welded_on)
+         values ($1, $2, $3, 'BW', 6, $4, '2026-01-01') returning id`,
         [await make.iso(), uniq('W'), status],
       ),
     welder: () =>
@@ -505,7 +505,7 @@ test('PQRs, WPSs and their PQR links: allowed over GraphQL exactly when over RES
       t,
       `update WPS as ${role}`,
       expected,
-      restAttempt(await w.rest(role, 'PATCH', `/wps/${wps}`, { state: 'approved' })),
+      restAttempt(await w.rest(role, 'PATCH', `/wps/${wps}`, { thicknessMinIn: 0.2 })),
       await update(w, role, 'wps', wpsNode, { thicknessMinIn: '0.1' }),
     );
 

@@ -29,8 +29,8 @@ async function world(t: ExecutionContext) {
   ).rows[0]!.id;
   const weld = (
     await owner.query<{ id: string }>(
-      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size)
-       values ($1, $2, 'W1', 'BW', 4) returning id`,
+      `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, welded_on)
+       values ($1, $2, 'W1', 'BW', 4, '2026-01-01') returning id`,
       [tenant.id, iso],
     )
   ).rows[0]!.id;

@@ -124,8 +124,10 @@ async function backdrop(owner: pg.Client, tenant: string): Promise<Deps> {
        select $1, 'BD-' || n, 'Backdrop welder ' || n from generate_series(0, 1) n returning id`,
     ),
     pqrs: await ids(
+      // GTAW, and GTAW+SMAW: each backs the WPSs below (QW-200.4), T 0.5 in. (QW-451.1: 3/16 to 1 in.).
       `insert into weld_public.pqrs (tenant_id, pqr_number, process, p_numbers, thickness_tested_in)
-       select $1, 'BD-PQR-' || n, 'GTAW', '{1,1}', 0.5 from generate_series(0, 1) n returning id`,
+       select $1, 'BD-PQR-' || n, case n when 0 then 'GTAW' else 'GTAW+SMAW' end, '{1,1}', 0.5
+         from generate_series(0, 1) n order by n returning id`,
     ),
     wps: await ids(
       `insert into weld_public.wps (tenant_id, wps_number, process)
@@ -372,14 +374,15 @@ const CASES: ResourceCase[] = [
       revision: '2',
       process: n % 2 ? 'SMAW' : 'GTAW',
       state: n % 2 ? 'approved' : 'draft',
-      thicknessMinIn: 0.1,
+      thicknessMinIn: 0.188, // 3/16 in. as numeric(6, 3) holds it
       thicknessMaxIn: 1,
       diameterMinIn: 0,
       diameterMaxIn: null,
       pqrIds: [d.pqrs[n % 2]],
     }),
-    // pqrIds is replaced as a whole, not added to.
-    change: (d) => ({ state: 'approved', thicknessMaxIn: null, pqrIds: [d.pqrs[1]] }),
+    // pqrIds is replaced as a whole, not added to; an approved WPS stays within what its PQRs
+    // support (QW-451.1).
+    change: (d) => ({ state: 'approved', thicknessMaxIn: 0.75, pqrIds: [d.pqrs[1]] }),
     filters: { wpsNumber: equal('wpsNumber'), state: equal('state'), process: equal('process') },
     readOnly: { post: [], patch: ['wpsNumber', 'revision', 'process'] },
     naturalKey: ['wpsNumber', 'revision'],

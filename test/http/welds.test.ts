@@ -180,8 +180,9 @@ for (const prefix of PREFIXES) {
     t.is(small.status, 200);
     t.deepEqual(ids(small), ['R1', 'R2', 'V1', 'W0001', 'W0002', 'W0003']);
     t.deepEqual(Object.keys(small.json.items[0]).sort(), [
-      'createdAt', 'id', 'isoId', 'material', 'repairCycle', 'schedule', 'size', 'status', 'type',
-      'updatedAt', 'version', 'wallThickness', 'weldNumber', 'weldedOn', 'welderId', 'wpsId',
+      'baseMetal1PNumber', 'baseMetal2PNumber', 'createdAt', 'id', 'isoId', 'material',
+      'repairCycle', 'schedule', 'size', 'status', 'type', 'updatedAt', 'version', 'wallThickness',
+      'weldNumber', 'weldedOn', 'welderId', 'wpsId',
     ]); // prettier-ignore
     t.deepEqual(ids(await get(w, at(`/welds?isoId=${w.smallIso}&status=REJECTED`))), ['R1']);
     t.deepEqual(ids(await get(w, at(`/welds?isoId=${w.smallIso}&status=REJECTED,REPAIR,VOIDED`))), [
