@@ -1,5 +1,6 @@
-// Procedures and people, written before any weld: one PQR per process family, each backing an
-// approved WPS for carbon steel or for stainless; and welders with stamps, each qualified to a
+// Procedures and people, written before any weld: two PQRs per process family (a thick and a thin
+// coupon, together supporting the WPS's thickness range by ASME IX QW-451.1), each pair backing an
+// approved WPS for carbon steel or for stainless, P-No. 1 or P-No. 8; and welders with stamps, each qualified to a
 // carbon steel WPS and some also to a stainless one. Welds pick their welder from what is made
 // here, and their WPS from the welder's (welds.ts).
 //
@@ -55,8 +56,21 @@ export function addProcedures(rng: Random, tables: SeedTables): WpsByMaterial {
   const wps: WpsByMaterial = { carbon: [], stainless: [] };
   PROCEDURES.forEach(([process, pNumbers, carbon], i) => {
     const pqrId = rng.id();
+    const thinPqrId = rng.id();
     const wpsId = rng.id();
     const thickness = rng.pick([0.5, 0.75, 1]);
+    // A thin-wall coupon beside it (T 1/4 in.: 1/16 to 1/2 in., QW-451.1), so that together they
+    // support the WPS from 1/16 in. (small-bore walls) to 2T.
+    tables.pqrs.push({
+      id: thinPqrId,
+      pqr_number: `PQR-${101 + i}T`,
+      process,
+      p_numbers: pNumbers,
+      thickness_tested_in: 0.25,
+      diameter_tested_in: 2.875,
+      document_ref: `DOC-PQR-${101 + i}T`,
+      ...SET_UP,
+    });
     tables.pqrs.push({
       id: pqrId,
       pqr_number: `PQR-${101 + i}`,
@@ -73,12 +87,15 @@ export function addProcedures(rng: Random, tables: SeedTables): WpsByMaterial {
       revision: String(rng.int(0, 2)),
       process,
       state: 'approved',
+      p_numbers: pNumbers,
+      // What the two PQRs support (ASME IX QW-451.1): 1/16 in. to 2T.
       thickness_min_in: 0.0625,
       thickness_max_in: thickness * 2,
       diameter_min_in: 0,
       ...SET_UP,
     });
     tables.wpsPqrs.push({ wps_id: wpsId, pqr_id: pqrId });
+    tables.wpsPqrs.push({ wps_id: wpsId, pqr_id: thinPqrId });
     (carbon ? wps.carbon : wps.stainless).push(wpsId);
   });
   return wps;

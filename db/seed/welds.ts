@@ -122,6 +122,9 @@ export function addWeld(
     // who will make them is known).
     wps_id: rng.pick(welderWps(welder, sheet)),
     welded_on: welded ? date(weldedDay) : null,
+    // Both sides of the line's material: P-No. 1 carbon steel, P-No. 8 stainless (ASME IX QW-422).
+    base_metal_1_p_number: sheet.carbon ? '1' : '8',
+    base_metal_2_p_number: sheet.carbon ? '1' : '8',
     status: history.status,
     repair_cycle: history.repairCycle,
     version: 1 + history.steps,
