@@ -1395,7 +1395,7 @@ function buildDocument() {
             },
             '403': problem('your role may not make this change (or CSRF check failed)'),
             '409': problem(
-              "the rules do not allow this change (`allowed` lists what they allow); or, where the tenant refuses failing welds, ACCEPTED for a repaired weld whose re-examination is owed (/problems/reexamination-open, `checks`)",
+              'the rules do not allow this change (`allowed` lists what they allow); or, where the tenant refuses failing welds, ACCEPTED for a repaired weld whose re-examination is owed (/problems/reexamination-open, `checks`)',
               'TransitionProblem',
             ),
             '412': problem('If-Match is stale'),

@@ -1,5 +1,6 @@
 // The TypeScript vocabularies (db/vocabulary.ts) equal what the database says: its enums, the
 // CHECK constraints that list values, and the request roles with their membership chain.
+import { readFile } from 'node:fs/promises';
 import test from 'ava';
 import {
   EXAMINATION_LOTS,
@@ -56,6 +57,14 @@ test('enums, checked value lists and request roles match the database', async (t
     return [...rows[0]!.def.matchAll(/'([^']+)'::text/g)].map((m) => m[1]);
   };
   t.deepEqual(await checkedValues('weld_public.welds', 'type'), [...WELD_TYPES]);
+  // The web app keeps its own copy (app/ imports nothing outside itself): the same list.
+  const appModel = await readFile(new URL('../../app/src/model.ts', import.meta.url), 'utf8');
+  t.deepEqual(
+    [.../export const WELD_TYPES = \[([^\]]*)\]/.exec(appModel)![1]!.matchAll(/'([A-Z]+)'/g)].map(
+      (m) => m[1],
+    ),
+    [...WELD_TYPES],
+  );
   t.deepEqual(await checkedValues('weld_public.isos', 'fluid_service'), [...FLUID_SERVICES]);
   t.deepEqual(await checkedValues('weld_public.wps', 'state'), [...WPS_STATES]);
   t.deepEqual(await checkedValues('weld_public.ndt_records', 'method'), [...NDT_METHODS]);
