@@ -254,7 +254,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.lot_candidates(methods text[], lines text[])': rules,
     'weld_private.lot_status(methods text[], lines text[], weld_ids uuid[])': rules,
     'weld_private.qualification_facts(welder_ids uuid[], pending weld_public.welds[])': rules,
-    // The code rules of 000017 (migrations/current.sql until committed): weld_rules' helpers.
+    // The code rules of 000017: weld_rules' helpers.
     'weld_private.closers(method text, closed_by text[], volumetric boolean)': rules,
     'weld_private.closing_methods(tenant uuid, method text, fluid_service text, weld_type text)':
       rules,
@@ -362,6 +362,11 @@ test('catalog: each function is executable by exactly the roles that call it', a
       roles(rules, 'weld_viewer'),
     'weld_public.withdraw_test_package(test_package_id uuid, reason text, expected_version integer)':
       roles(rules, 'weld_viewer'),
+    // The weld register's check of a weldedOn against the weld's examinations: importers only.
+    'weld_hidden.weld_examinations_before(weld_id uuid, welded_on date)': roles(
+      rules,
+      'weld_engineer',
+    ),
     // A selection as REST and the events show it: every reader, under row security.
     'weld_hidden.examination_selection_json(s weld_public.examination_selections)': roles(
       rules,
