@@ -1,5 +1,5 @@
 --! Previous: sha1:083abf86bac6697150705e4e4c70586f224346fc
---! Hash: sha1:ebc27cb74de1baf9091b0cb5b0c28e79422698a8
+--! Hash: sha1:95155617cba32fe225bbf86b74561a7ae2e69a05
 --! Message: Code rules as the codes say: lots, extents, repairs, welder and procedure qualification, dates, a release that stays released
 
 -- Code rules as the codes say (issue F13): ASME B31.3 examination and repairs, ASME IX welder and
@@ -676,6 +676,17 @@ begin
     using errcode = 'WD007',
           detail = json_build_object('pointer', case what when 'ndt' then '/examinedOn' else '/inspectedOn' end)::text;
 end
+$$;
+
+-- The links refuse_unwelded_examinations judges, for welds about to be examined on a day.
+create or replace function weld_private.examination_links(weld_ids uuid[], examined_on date, record text)
+  returns jsonb
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select jsonb_agg(jsonb_build_object('tenantId', weld_hidden.current_tenant_id(), 'weldId', w,
+                                      'examinedOn', examined_on, 'record', record))
+    from unnest(weld_ids) as w
 $$;
 
 create or replace function weld_private.tg_ndt_record_welds__welded() returns trigger
@@ -2912,6 +2923,10 @@ begin
   end if;
   results := weld_private.ndt_results(ndt.method, welds, intervals, '/welds', '/filmIntervals');
   ndt.result := case when results @> '[{"effective": "rejected"}]' then 'rejected' else 'accepted' end;
+  -- Records follow reality, said before the rules are asked (the link trigger holds it anyway).
+  perform weld_private.refuse_unwelded_examinations(
+    weld_private.examination_links(weld_private.weld_ids_of(welds), ndt.examined_on,
+                                   format('%s report %s', ndt.method, ndt.report_number)), 'ndt');
   perform weld_private.lock_lines_of(weld_private.weld_ids_of(welds));
   -- Every weld's result is new.
   moves := weld_private.ndt_status_changes(results);
@@ -3002,6 +3017,9 @@ begin
     case when input ? 'filmIntervals' then '/filmIntervals' when input ? 'welds' then '/welds' else '' end);
   fixed.result := case when results @> '[{"effective": "rejected"}]' then 'rejected' else 'accepted' end;
 
+  perform weld_private.refuse_unwelded_examinations(
+    weld_private.examination_links(weld_private.weld_ids_of(welds), fixed.examined_on,
+                                   format('%s report %s', ndt.method, fixed.report_number)), 'ndt');
   -- Every line the record touches, before and after, before any weld lock.
   perform weld_private.lock_lines_of(weld_private.weld_ids_of(old_welds) || weld_private.weld_ids_of(welds));
   -- Only the welds whose result is new: added, or changed.
@@ -3067,6 +3085,11 @@ begin
   if unknown is not null then
     perform weld_private.invalid_input(format('there is no weld %s', weld_ids ->> unknown),
                                        '/weldIds/' || unknown);
+  end if;
+  if fresh.kind <> 'fit-up' then
+    perform weld_private.refuse_unwelded_examinations(
+      weld_private.examination_links(weld_private.weld_ids_of(weld_ids), fresh.inspected_on,
+                                     format('the %s inspection', fresh.kind)), 'inspection');
   end if;
   if fresh.kind = 'visual' then
     perform weld_private.lock_lines_of(weld_private.weld_ids_of(weld_ids));
@@ -3137,6 +3160,12 @@ begin
   end if;
   old_weld_ids := array(select iw.weld_id from weld_public.inspection_welds iw
                          where iw.tenant_id = tenant and iw.inspection_id = inspection.id);
+  if fixed.kind <> 'fit-up' then
+    perform weld_private.refuse_unwelded_examinations(
+      weld_private.examination_links(
+        case when weld_ids is null then old_weld_ids else weld_private.weld_ids_of(weld_ids) end,
+        fixed.inspected_on, format('the %s inspection', fixed.kind)), 'inspection');
+  end if;
   if 'visual' in (inspection.kind, fixed.kind) then
     perform weld_private.lock_lines_of(old_weld_ids || weld_private.weld_ids_of(weld_ids));
   end if;

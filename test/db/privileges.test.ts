@@ -278,6 +278,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.reexaminations_of(weld_ids uuid[])': rules,
     'weld_private.refuse_failing_welds(wps_ids uuid[], welder_ids uuid[], change text)': rules,
     'weld_private.refuse_unwelded_examinations(links jsonb, what text)': rules,
+    'weld_private.examination_links(weld_ids uuid[], examined_on date, record text)': rules,
     'weld_private.rule_methods()': rules,
     'weld_private.selection_examination(selection weld_public.examination_selections)': rules,
     'weld_private.thickness_words(known boolean, high numeric)': rules,

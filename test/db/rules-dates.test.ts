@@ -151,6 +151,10 @@ test('records follow reality: an NDT record of a weld with no date welded is WD0
     ['ACCEPTED', 'PENDING'],
     'on the day it was welded is fine; nothing else was written',
   );
+  // The date is judged before the transition rules: a REJECTED weld's early record names the date.
+  await w.recordNdt(w.a, 'UT', 'UT-1', [[welded, 'rejected']], '2026-02-02');
+  error = await refusal(t, w.recordNdt(w.a, 'UT', 'UT-2', [[welded, 'accepted']], '2026-01-15'));
+  t.is(error.code, 'WD007', 'not WD006: REJECTED -> ACCEPTED would be refused too');
 });
 
 test('records follow reality: a correction moving an NDT record before its weld is refused; a fit-up inspection comes before welding, a visual one may not', async (t) => {
