@@ -1,5 +1,5 @@
 --! Previous: sha1:083abf86bac6697150705e4e4c70586f224346fc
---! Hash: sha1:95155617cba32fe225bbf86b74561a7ae2e69a05
+--! Hash: sha1:b167880e353e2e1f65c3842cf0bba4787b251c8c
 --! Message: Code rules as the codes say: lots, extents, repairs, welder and procedure qualification, dates, a release that stays released
 
 -- Code rules as the codes say (issue F13): ASME B31.3 examination and repairs, ASME IX welder and
@@ -1410,7 +1410,8 @@ as $$
   ), why as (
     -- Why, per process: the three latest qualifications and how many more.
     select u.id,
-           string_agg(u.process || ': ' || coalesce(r.why, 'none is recorded'), '; ' order by u.process) as why
+           string_agg('for ' || u.process || ', ' || coalesce(r.why, 'none is recorded'), '; '
+                      order by u.process) as why
       from uncovered u
       left join lateral (
         select string_agg(x.label || ' ' || array_to_string(x.failures, ', '), '; '
@@ -1468,10 +1469,8 @@ as $$
    where not (wp.fillet and p.aspect = 'thickness')
   union all
   select wp.id, 'WELDER_NOT_QUALIFIED',
-         format('welder %s holds no qualification in force on %s that covers this weld for %s: %s',
-                coalesce(wr.stamp, '?'), wp.welded_on,
-                (select string_agg(u.process, ' and ' order by u.process) from uncovered u where u.id = wp.id),
-                y.why)
+         format('welder %s holds no qualification in force on %s that covers this weld: %s',
+                coalesce(wr.stamp, '?'), wp.welded_on, y.why)
     from why y
     join wp on wp.id = y.id
     left join weld_public.welders wr on wr.tenant_id = wp.tenant_id and wr.id = wp.welder_id
