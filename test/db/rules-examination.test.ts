@@ -312,8 +312,10 @@ test('341.4.1(a): visual examination of 5% in normal service, each welder repres
     drawn.map((s) => s.weld_id),
   );
   t.true((await w.selections(w.a)).every((s) => s.state === 'done'));
-  // A visual rejection of another weld counts it, and draws 2 more of its welder (341.3.4).
-  await w.recordInspection(w.a, 'visual', [l.welds[0]![20]!], 'rejected');
+  // A visual rejection of a weld not drawn counts it, and draws 2 more of its welder (341.3.4).
+  // (Weld ids are random, so which of welder 1's welds the seed drew is too.)
+  const notDrawn = l.welds[0]!.find((id) => !drawn.some((s) => s.weld_id === id))!;
+  await w.recordInspection(w.a, 'visual', [notDrawn], 'rejected');
   t.deepEqual(tiers((await w.selections(w.a)).filter((s) => s.method === 'VT')), {
     random: 2,
     examined: 1,
