@@ -1,5 +1,5 @@
 --! Previous: sha1:083abf86bac6697150705e4e4c70586f224346fc
---! Hash: sha1:b167880e353e2e1f65c3842cf0bba4787b251c8c
+--! Hash: sha1:1e0858f23c4bafffca3d6027c4d9a4daa10e8775
 --! Message: Code rules as the codes say: lots, extents, repairs, welder and procedure qualification, dates, a release that stays released
 
 -- Code rules as the codes say (issue F13): ASME B31.3 examination and repairs, ASME IX welder and
@@ -158,15 +158,19 @@ grant insert (base_metal_1_p_number, base_metal_2_p_number),
   on weld_public.welds to weld_engineer;
 
 -- A PQR's P-numbers get the same form (rows from before that break it: NOT VALID, as dates).
+-- One dimension from 1, and no null element: array_to_string would skip a null and pass
+-- {NULL,8}, which p_joint reads as no joint at all (a check silently switched off).
 alter table weld_public.pqrs drop constraint if exists pqrs_p_numbers_format;
 alter table weld_public.pqrs add constraint pqrs_p_numbers_format
-  check (array_to_string(p_numbers, ',') ~ '^[0-9]{1,3}[A-Z]?(,[0-9]{1,3}[A-Z]?)?$') not valid;
+  check (array_ndims(p_numbers) = 1 and array_lower(p_numbers, 1) = 1
+         and array_to_string(p_numbers, ',', '?') ~ '^[0-9]{1,3}[A-Z]?(,[0-9]{1,3}[A-Z]?)?$') not valid;
 comment on constraint pqrs_p_numbers_format on weld_public.pqrs is
   'must be one or two ASME IX P-numbers: digits with an optional group letter (1, 5A, 15E)';
 do $$
 begin
   if not exists (select from weld_public.pqrs
-                  where array_to_string(p_numbers, ',') !~ '^[0-9]{1,3}[A-Z]?(,[0-9]{1,3}[A-Z]?)?$') then
+                  where array_ndims(p_numbers) is distinct from 1 or array_lower(p_numbers, 1) <> 1
+                     or array_to_string(p_numbers, ',', '?') !~ '^[0-9]{1,3}[A-Z]?(,[0-9]{1,3}[A-Z]?)?$') then
     alter table weld_public.pqrs validate constraint pqrs_p_numbers_format;
   else
     raise notice 'PQRs with P-numbers in another form: pqrs_p_numbers_format stays NOT VALID';
@@ -179,7 +183,8 @@ comment on column weld_public.pqrs.p_numbers is
 alter table weld_public.wps add column if not exists p_numbers text[];
 alter table weld_public.wps drop constraint if exists wps_p_numbers_format;
 alter table weld_public.wps add constraint wps_p_numbers_format
-  check (array_to_string(p_numbers, ',') ~ '^[0-9]{1,3}[A-Z]?(,[0-9]{1,3}[A-Z]?)?$');
+  check (array_ndims(p_numbers) = 1 and array_lower(p_numbers, 1) = 1
+         and array_to_string(p_numbers, ',', '?') ~ '^[0-9]{1,3}[A-Z]?(,[0-9]{1,3}[A-Z]?)?$');
 comment on constraint wps_p_numbers_format on weld_public.wps is
   'must be one or two ASME IX P-numbers: digits with an optional group letter (1, 5A, 15E)';
 comment on column weld_public.wps.p_numbers is
@@ -565,7 +570,9 @@ grant insert (joint, three_layers, revoked_on, revocation_reason, renews_qualifi
       update (joint, three_layers, revoked_on, revocation_reason, renews_qualification_id)
   on weld_public.welder_qualifications to weld_engineer;
 
--- A renewal renews a qualification of the same welder, qualified no later than itself.
+-- A renewal renews a qualification of the same welder qualified before it: dates strictly rising
+-- along a chain of renewals, so no chain comes back to where it began. Held from both ends: the
+-- renewal's date and link, and the date of a qualification renewed.
 set role weld_rules;
 create or replace function weld_private.tg_welder_qualifications__renews() returns trigger
   language plpgsql stable
@@ -574,13 +581,21 @@ as $$
 declare
   renewed weld_public.welder_qualifications;
 begin
+  if tg_op = 'UPDATE' and new.qualified_on > old.qualified_on and exists (
+       select from weld_public.welder_qualifications q
+        where q.tenant_id = new.tenant_id and q.renews_qualification_id = new.id
+          and q.qualified_on <= new.qualified_on) then
+    raise exception 'a renewal of this qualification was qualified on or before %: a qualification is renewed only after it was qualified',
+                    new.qualified_on
+      using errcode = 'WD007', detail = json_build_object('pointer', '/qualifiedOn')::text;
+  end if;
   if new.renews_qualification_id is null then
     return new;
   end if;
   select * into renewed from weld_public.welder_qualifications q
    where q.tenant_id = new.tenant_id and q.id = new.renews_qualification_id;
-  if found and (renewed.welder_id <> new.welder_id or renewed.qualified_on > new.qualified_on) then
-    raise exception 'a qualification renews one of the same welder qualified no later than itself'
+  if found and (renewed.welder_id <> new.welder_id or renewed.qualified_on >= new.qualified_on) then
+    raise exception 'a qualification renews one of the same welder qualified before itself'
       using errcode = 'WD007', detail = json_build_object('pointer', '/renewsQualificationId')::text;
   end if;
   return new;
@@ -624,6 +639,13 @@ select weld_private.secure_tenant_table('weld_public.welder_continuity')
  where not exists (select from pg_catalog.pg_policy p
                     where p.polrelid = 'weld_public.welder_continuity'::regclass and p.polname = 'tenant_isolation');
 select weld_private.add_calendar_check('weld_public.welder_continuity', 'used_on');
+-- A use is recorded after it happened: not dated after the day it is recorded, in any time zone
+-- (UTC+14 is the first to start a day), so a log entry cannot carry a qualification forward.
+alter table weld_public.welder_continuity drop constraint if exists welder_continuity_used_on_recorded;
+alter table weld_public.welder_continuity add constraint welder_continuity_used_on_recorded
+  check (used_on <= (created_at at time zone 'Etc/GMT-14')::date);
+comment on constraint welder_continuity_used_on_recorded on weld_public.welder_continuity is
+  'must not be later than today: a use is recorded once it happened';
 comment on constraint welder_continuity_reference_check on weld_public.welder_continuity is
   'must be 1 to 500 characters';
 grant select on weld_public.welder_continuity to weld_viewer, weld_rules;
@@ -944,8 +966,8 @@ reset role;
 -- A qualification covers the processes of its own `process`, else those of its WPS (GTAW+SMAW
 -- is two), and lapses per process (QW-322.1(a)): its uses of a process are the day it was
 -- qualified, last_continuity_on (a use recorded on the qualification), the documented uses of
--- the continuity log, and every weld of the welder, on or after the day it was qualified, whose
--- WPS has that process. It stays in force for the process while each use follows the one before
+-- the continuity log, and every weld of the welder not VOIDED (a weld cut out of the scope is no
+-- evidence of welding), on or after the day it was qualified, whose WPS has that process. It stays in force for the process while each use follows the one before
 -- within the tenant's continuity months; the first use not followed in time is where it lapses
 -- (continuity_until = that use + the months). A use after the lapse revives nothing: the welder
 -- is tested again (QW-322.2), a new qualification that may say which one it renews.
@@ -956,6 +978,11 @@ reset role;
 -- the PQR's tested size; unknown when neither is recorded (the *_known columns say so).
 --
 -- `pending`: welds about to be written (the refuse-mode check), which count as they will be.
+
+-- The welds that are uses, as an index-only scan reads them: VOIDED ones left out by the index.
+drop index if exists weld_public.welds_welder_wps_day_idx;
+create index welds_welder_wps_day_idx on weld_public.welds (tenant_id, welder_id, wps_id, welded_on)
+  include (id) where status <> 'VOIDED';
 
 set role weld_rules;
 
@@ -990,12 +1017,13 @@ as $$
     select q.*, x.process as one from q cross join lateral unnest(q.procs) as x (process)
   ), days as (
     -- The days each welder used each process, once each: the welds on record (an index-only scan
-    -- of welds_welder_wps_day_idx, the pending ones left out) and the continuity log.
+    -- of welds_welder_wps_day_idx, the pending ones left out; a VOIDED weld is no use, as in the
+    -- continuity log) and the continuity log.
     select distinct d.welder_id, x.process, d.day
       from (select distinct w.welder_id, w.wps_id, w.welded_on as day
               from weld_public.welds w
              where w.tenant_id = weld_hidden.current_tenant_id() and w.welder_id = any(welder_ids)
-               and w.wps_id is not null and w.welded_on is not null
+               and w.wps_id is not null and w.welded_on is not null and w.status <> 'VOIDED'
                and not w.id = any(array(select p.id from unnest(pending) p))) d
       join weld_public.wps ww on ww.tenant_id = weld_hidden.current_tenant_id() and ww.id = d.wps_id
       cross join lateral unnest(string_to_array(ww.process, '+')) as x (process)
@@ -1155,7 +1183,7 @@ as $$
                   from weld_public.welds w
                   join weld_public.wps ww on ww.tenant_id = w.tenant_id and ww.id = w.wps_id
                  where w.tenant_id = welder.tenant_id and w.welder_id = welder.id
-                   and w.welded_on between f.qualified_on and on_date
+                   and w.welded_on between f.qualified_on and on_date and w.status <> 'VOIDED'
                    and f.process = any(string_to_array(ww.process, '+'))) u
                where u.used_on between f.qualified_on and on_date) as last_used_on
     ) j
@@ -1357,6 +1385,7 @@ as $$
     select x.*, weld_private.outside_diameter(x.size) as od, weld_private.is_fillet(x.type) as fillet,
            weld_private.p_joint(x.base_metal_1_p_number, x.base_metal_2_p_number) as joint
       from unnest(welds) as x
+     where x.tenant_id = weld_hidden.current_tenant_id() -- rows are the caller's to give: only its tenant's
   ), wp as (
     select w.*, p.wps_number, p.revision as wps_revision, p.state as wps_state, p.process as wps_process,
            p.diameter_min_in as wps_d_min, p.diameter_max_in as wps_d_max,
@@ -1537,7 +1566,10 @@ begin
   if found then
     raise exception 'WPS % rev % is approved but not qualified by its PQRs: %', bad.wps_number, bad.revision,
       (bad.checks -> 0 ->> 'detail')
-      using errcode = 'WD013', detail = jsonb_build_object('wpsId', bad.id, 'checks', bad.checks)::text;
+      -- wpsId names the WPS refused, unless the refusal is of its creation: then nothing exists.
+      using errcode = 'WD013', detail = jsonb_strip_nulls(jsonb_build_object(
+        'wpsId', case when not (tg_table_name = 'wps' and tg_op = 'INSERT') then bad.id end,
+        'checks', bad.checks))::text;
   end if;
   return null;
 end
@@ -1619,7 +1651,10 @@ $$;
 
 reset role;
 
--- (Owned by the owner, as in 000013.)
+-- Owned by weld_rules from now on (000013 made it the owner's, who passes row security: rows of
+-- another tenant given to it were judged against that tenant's WPSs and welders).
+alter function weld_hidden.weld_import_code_problems(weld_public.welds[]) owner to weld_rules;
+set role weld_rules;
 create or replace function weld_hidden.weld_import_code_problems(welds weld_public.welds[])
   returns table (weld_id uuid, code text, detail text)
   language sql stable security definer
@@ -1631,6 +1666,7 @@ as $$
      and coalesce((select s.weld_checks from weld_public.tenant_settings s
                     where s.tenant_id = weld_hidden.current_tenant_id()), 'show') = 'refuse'
 $$;
+reset role;
 
 create or replace function weld_private.tg_welds__package_open() returns trigger
   language plpgsql volatile
@@ -2368,6 +2404,34 @@ select weld_private.secure_tenant_table('weld_public.test_package_state_changes'
 grant select on weld_public.test_package_state_changes to weld_viewer;
 grant select, insert on weld_public.test_package_state_changes to weld_rules;
 
+-- A package that was ever released is a record: deleting it would erase its releases and the
+-- reasons of its withdrawals. Requests delete only packages that never left open (WD008).
+create or replace function weld_private.tg_test_packages__delete_only_while_open() returns trigger
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  released_at timestamptz;
+begin
+  if weld_hidden.request_role() is null then
+    return old;
+  end if;
+  if old.state <> 'open' then
+    raise exception 'test package % is %; only open packages may be deleted', old.package_number, old.state
+      using errcode = 'WD008';
+  end if;
+  select min(c.changed_at) into released_at
+    from weld_public.test_package_state_changes c
+   where c.tenant_id = old.tenant_id and c.test_package_id = old.id;
+  if released_at is not null then
+    raise exception 'test package % was released on % and withdrawn; a package with a history is kept as the record of it',
+                    old.package_number, (released_at at time zone 'UTC')::date
+      using errcode = 'WD008';
+  end if;
+  return old;
+end
+$$;
+
 set role weld_rules;
 
 create or replace function weld_public.test_packages_readiness_reasons(test_package weld_public.test_packages)
@@ -2625,9 +2689,13 @@ begin
     end if;
   end loop;
   if jsonb_array_length(held) > 0 then
-    raise exception 'test package % is %: % would leave it not ready (%); withdraw it first',
+    -- A released package may be withdrawn; a tested or closed one is the record of its test:
+    -- what it was judged on is revised as a new record (a new WPS revision, a new qualification).
+    raise exception 'test package % is %: % would leave it not ready (%); %',
       held -> 0 ->> 'packageNumber', held -> 0 ->> 'state', change,
-      held -> 0 -> 'reasons' -> 0 ->> 'detail'
+      held -> 0 -> 'reasons' -> 0 ->> 'detail',
+      case when held -> 0 ->> 'state' = 'released' then 'withdraw it first'
+           else 'it was tested on these records: record the change as a new one (a new WPS revision, a new qualification)' end
       using errcode = 'WD011', detail = jsonb_build_object('packages', held)::text;
   end if;
 end
@@ -2963,7 +3031,7 @@ begin
   perform weld_private.require_role('inspector', 'correcting an NDT record');
   select * into ndt from weld_public.ndt_records r
    where r.tenant_id = tenant and r.id = correct_ndt_record.record_id
-     for update;
+     for no key update; -- not FOR UPDATE: a draw's selection citing it (KEY SHARE) must not wait on it
   why := weld_private.check_correction('ndt record', correct_ndt_record.record_id, found,
                                        ndt.version, expected_version, correct_ndt_record.reason);
   if jsonb_typeof(input) = 'object' and input ? 'method' then
@@ -3127,7 +3195,7 @@ begin
   perform weld_private.require_role('inspector', 'correcting an inspection');
   select * into inspection from weld_public.inspections r
    where r.tenant_id = tenant and r.id = correct_inspection.inspection_id
-     for update;
+     for no key update; -- as correct_ndt_record: a selection citing it must not wait on it
   why := weld_private.check_correction('inspection', correct_inspection.inspection_id, found,
                                        inspection.version, expected_version, correct_inspection.reason);
   perform weld_private.check_object(input, '', 'a correction of an inspection',
@@ -3402,6 +3470,37 @@ drop trigger if exists _600_lock_packages on weld_public.inspection_welds;
 create trigger _600_lock_packages after delete on weld_public.inspection_welds
   referencing old table as old_rows
   for each statement execute function weld_private.tg__lock_packages();
+
+-- A record re-dated (or an inspection made or unmade visual) may reopen what its welds owe: the
+-- same locks, for the welds it covers. (Row triggers: a column list allows no transition table,
+-- and a correction changes one record.)
+set role weld_rules;
+create or replace function weld_private.tg__lock_packages_of_record() returns trigger
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if tg_table_name = 'ndt_records' then
+    perform weld_private.lock_packages_of(array(
+      select nw.weld_id from weld_public.ndt_record_welds nw
+       where nw.tenant_id = new.tenant_id and nw.ndt_record_id = new.id));
+  else
+    perform weld_private.lock_packages_of(array(
+      select iw.weld_id from weld_public.inspection_welds iw
+       where iw.tenant_id = new.tenant_id and iw.inspection_id = new.id));
+  end if;
+  return null;
+end
+$$;
+reset role;
+drop trigger if exists _600_lock_packages on weld_public.ndt_records;
+create trigger _600_lock_packages after update of examined_on on weld_public.ndt_records
+  for each row when (old.examined_on is distinct from new.examined_on)
+  execute function weld_private.tg__lock_packages_of_record();
+drop trigger if exists _600_lock_packages on weld_public.inspections;
+create trigger _600_lock_packages after update of kind, inspected_on on weld_public.inspections
+  for each row when ((old.kind, old.inspected_on) is distinct from (new.kind, new.inspected_on))
+  execute function weld_private.tg__lock_packages_of_record();
 
 -- Selections from before this migration take positions in the order they were listed in.
 update weld_public.examination_selections s set position = o.n

@@ -161,7 +161,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     ),
     'weld_hidden.emit_weld_import_events()': roles(owner, 'weld_engineer'),
     'weld_hidden.weld_import_code_problems(welds weld_public.welds[])': roles(
-      owner,
+      'weld_rules',
       'weld_engineer',
     ),
     'weld_hidden.import_inches(value text, decimal_comma boolean)': roles(owner, 'weld_engineer'),
@@ -287,6 +287,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg__approved_wps_qualified()': rules,
     'weld_private.tg__judged_on()': rules,
     'weld_private.tg__lock_packages()': rules,
+    'weld_private.tg__lock_packages_of_record()': rules,
     'weld_private.tg_inspection_welds__welded()': rules,
     'weld_private.tg_inspections__welded()': rules,
     'weld_private.tg_ndt_record_welds__welded()': rules,

@@ -242,3 +242,47 @@ test('an approved WPS stays qualified: taking its last PQR off, or widening its 
   );
   t.is((await wpsChecks(w, wpsId)).length, 1, 'the draft shows it');
 });
+
+test('P-numbers are one or two, each written as the code writes it: a null element, a third, a second dimension or an offset array are refused on WPSs and PQRs', async (t) => {
+  const w = await rulesWorld(t);
+  const wpsId = await w.wps(w.a, 'WPS-1', 'SMAW');
+  const pqrId = await w.pqr(w.a, 'PQR-9', 'SMAW');
+  // {NULL,8} would read as no joint at all: every P-number check of the WPS and its welds off.
+  for (const bad of [
+    '{NULL,8}',
+    '{8,NULL}',
+    '{43,NULL,8}',
+    '{1,8,9}',
+    '{{1},{8}}',
+    '[0:1]={1,8}',
+    '{}',
+  ]) {
+    for (const [table, id] of [
+      ['wps', wpsId],
+      ['pqrs', pqrId],
+    ] as const) {
+      const error = await refusal(
+        t,
+        w.sqlAs(
+          w.a,
+          'engineer',
+          `update weld_public.${table} set p_numbers = $2::text[] where id = $1`,
+          [id, bad],
+        ),
+      );
+      t.is(error.code, '23514', `${table} ${bad}`);
+    }
+  }
+  await w.sqlAs(w.a, 'engineer', "update weld_public.wps set p_numbers = '{1,1}' where id = $1", [
+    wpsId,
+  ]);
+  await w.sqlAs(w.a, 'engineer', "update weld_public.pqrs set p_numbers = '{5A}' where id = $1", [
+    pqrId,
+  ]);
+  const { rows } = await w.dba(
+    `select (select p_numbers from weld_public.wps where id = $1) as wps,
+            (select p_numbers from weld_public.pqrs where id = $2) as pqr`,
+    [wpsId, pqrId],
+  );
+  t.deepEqual(rows[0], { wps: ['1', '1'], pqr: ['5A'] });
+});

@@ -2,8 +2,9 @@
 // change under it (WD011) unless the package is withdrawn with a reason; tested and closed are
 // judged again; a release and a concurrent rejection take the same locks; refuse mode judges a
 // WPS's and a qualification's changes too (WD010); and one lock order for examinations of a line.
-import test from 'ava';
-import { refusal, rulesWorld, type RulesWorld } from '../helpers/rules.ts';
+import test, { type ExecutionContext } from 'ava';
+import type { TenantFixture } from '../helpers/fixtures.ts';
+import { refusal, rulesWorld, type Role, type RulesWorld } from '../helpers/rules.ts';
 
 /**
  * Five welds of W1 on ISO-1 (L-1), all accepted; one RT-examined and visually examined, which
@@ -162,6 +163,19 @@ test('withdrawal: released -> open only with a reason (withdraw_test_package), k
     'WD009',
     'now it is not ready',
   );
+  const kept = await refusal(
+    t,
+    w.sqlAs(p.fx, 'engineer', 'delete from weld_public.test_packages where id = $1', [p.packageId]),
+  );
+  t.is(kept.code, 'WD008', 'open again, but a package with a history is kept');
+  t.regex(kept.message, /^test package TP-1 was released on \d{4}-\d{2}-\d{2} and withdrawn/);
+  const fresh = await w.testPackage(p.fx, 'TP-2', { isos: [] });
+  await w.sqlAs(p.fx, 'engineer', 'delete from weld_public.test_packages where id = $1', [fresh]);
+  t.is(
+    (await w.dba('select count(*)::int as n from weld_public.test_package_state_changes')).rows[0]!
+      .n,
+    2,
+  );
 });
 
 test('tested and closed are judged again: a weld rejected after the release keeps the package from tested (WD009)', async (t) => {
@@ -316,4 +330,92 @@ test('readiness: 2 pending welds name WELD_NOT_ACCEPTED each; the release is WD0
     ['WELD_NOT_ACCEPTED', 'WELD_NOT_ACCEPTED', 'EXAMINATION_SHORTFALL', 'EXAMINATION_SHORTFALL'],
   );
   t.is(detail.reasonCount, 4);
+});
+
+/** A client in a transaction as a tenant's role, for tests that hold locks across statements. */
+async function session(w: RulesWorld, t: ExecutionContext, fx: TenantFixture, role: Role) {
+  const client = await w.pool.connect();
+  t.teardown(() => client.release());
+  await client.query('begin');
+  await client.query(
+    `select set_config('role', $1, true), set_config('jwt.claims.tenant_id', $2, true),
+            set_config('jwt.claims.user_id', $3, true)`,
+    [`weld_${role}`, fx.tenantId, fx.users[role]],
+  );
+  return client;
+}
+
+test('lock order: a draw citing an NDT record as its cause never deadlocks with a correction of that record', async (t) => {
+  const w = await rulesWorld(t);
+  const fx = w.a;
+  const wpsId = await w.wps(fx, 'WPS-1', 'SMAW');
+  const welderId = await w.qualifiedWelder(fx, 'W1', wpsId);
+  // Category D (no RT lot) when RT-1 rejects a weld; normal service after: the next draw counts
+  // that rejection and draws its tier 1, citing RT-1 (a foreign key: KEY SHARE on the record).
+  const isoId = await w.iso(fx, 'ISO-1', 'L-1', { fluid_service: 'category_d', rt_percent: 0 });
+  const welds = await w.weldsOf(fx, isoId, welderId, 'N', 10, { wps_id: wpsId });
+  const recordId = await w.recordNdt(fx, 'RT', 'RT-1', [[welds[0]!, 'rejected']]);
+  await w.dba(
+    "update weld_public.isos set fluid_service = 'normal', rt_percent = 5 where id = $1",
+    [isoId],
+  );
+  // A draw holds the line and cites the record (a foreign key: KEY SHARE on it), uncommitted.
+  const drawing = await session(w, t, fx, 'inspector');
+  const drawn = await drawing.query(
+    "select tier from weld_public.draw_examination_selection('RT', 'L-1', null, 1)",
+  );
+  t.deepEqual(drawn.rows.map((r) => r.tier as string).sort(), ['1', '1', 'examined']);
+  // The correction locks the record, then the line. Were its record lock FOR UPDATE, it would
+  // wait here for that KEY SHARE; and a correction a moment earlier would make the draw's
+  // citation wait for it while it waited for the draw's line: a deadlock. NO KEY UPDATE never
+  // meets a citation, so the correction takes the record and waits for the line, behind the draw.
+  const correcting = await session(w, t, fx, 'inspector');
+  const pid = (await correcting.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!
+    .pid;
+  const corrected = correcting
+    .query('select weld_public.correct_ndt_record($1, \'{"notes": "film 3 re-read"}\', \'typo\')', [
+      recordId,
+    ])
+    .then(
+      () => 'corrected',
+      (error: { code?: string }) => error.code,
+    );
+  let waitingFor: string | undefined;
+  for (let i = 0; i < 100 && !waitingFor; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const { rows } = await w.dba(
+      `select l.locktype from pg_catalog.pg_locks l where l.pid = $1 and not l.granted`,
+      [pid],
+    );
+    waitingFor = rows[0]?.locktype as string | undefined;
+  }
+  t.is(waitingFor, 'advisory', 'the correction holds the record and waits for the line');
+  await drawing.query('commit');
+  t.is(await corrected, 'corrected');
+  await correcting.query('commit');
+  t.is(
+    (await w.dba('select notes from weld_public.ndt_records where id = $1', [recordId])).rows[0]!
+      .notes,
+    'film 3 re-read',
+  );
+});
+
+test('a release waits for a record re-dated under it (a date can reopen what a repair owes), then judges what committed', async (t) => {
+  const w = await rulesWorld(t);
+  const p = await readyPackage(w);
+  const { rows } = await w.dba(
+    "select id from weld_public.ndt_records where report_number = 'RT-1'",
+  );
+  const correcting = await session(w, t, p.fx, 'inspector');
+  await correcting.query(
+    `select weld_public.correct_ndt_record($1, '{"examinedOn": "2026-03-02"}', 'date typed wrong')`,
+    [rows[0]!.id],
+  );
+  let released = false;
+  const release = w.packageState(p.fx, p.packageId, 'released').then(() => (released = true));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.false(released, 'the release waits for the correction');
+  await correcting.query('commit');
+  await release;
+  t.is(await state(w, p.packageId), 'released');
 });

@@ -204,3 +204,34 @@ test("refuse mode: an engineer's write that leaves a weld unqualified, on a draf
   await write('R-5', { wall_thickness: null });
   t.pass('DATA_MISSING alone is written');
 });
+
+test("the import's code check judges rows of the caller's tenant only: tenant B's weld, WPS and welder handed to it by tenant A's engineer come back as nothing", async (t) => {
+  const w = await rulesWorld(t);
+  const draftOf = async (fx: typeof w.a) => {
+    const isoId = await w.iso(fx, 'ISO-1', 'L-1');
+    const wpsId = await w.wps(fx, 'WPS-SECRET', 'SMAW', { state: 'draft' });
+    const welderId = await w.welder(fx, 'W-SECRET');
+    return { isoId, wpsId, welderId };
+  };
+  const mine = await draftOf(w.a);
+  const theirs = await draftOf(w.b);
+  await w.setting(w.a, 'weld_checks', 'refuse');
+  const judge = (tenantId: string, rows: { isoId: string; wpsId: string; welderId: string }) =>
+    w.sqlAs<{ code: string; detail: string }>(
+      w.a,
+      'engineer',
+      `select c.code, c.detail from weld_hidden.weld_import_code_problems(array[jsonb_populate_record(
+         null::weld_public.welds, jsonb_build_object(
+           'tenant_id', $1::uuid, 'id', gen_random_uuid(), 'iso_id', $2::uuid, 'weld_number', 'N-1',
+           'type', 'BW', 'size', 4, 'wall_thickness', 0.237, 'welder_id', $3::uuid, 'wps_id', $4::uuid,
+           'welded_on', '2026-02-01', 'base_metal_1_p_number', '1', 'base_metal_2_p_number', '1',
+           'status', 'PENDING', 'repair_cycle', 0, 'version', 1))]) as c`,
+      [tenantId, rows.isoId, rows.welderId, rows.wpsId],
+    );
+  const own = await judge(w.a.tenantId, mine);
+  t.true(
+    own.some((c) => c.code === 'WPS_NOT_APPROVED' && c.detail.includes('WPS-SECRET')),
+    'its own row is judged',
+  );
+  t.deepEqual(await judge(w.b.tenantId, theirs), [], "tenant B's WPS and welder stay unseen");
+});

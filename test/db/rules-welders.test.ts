@@ -341,3 +341,86 @@ test('ranges: stated ranges win over the coupon; the PQR stands in for a missing
   const [check] = (await w.checks(q.fx, unknown)).filter((c) => c.code === 'WELDER_NOT_QUALIFIED');
   t.regex(check!.detail, /diameter range unknown/);
 });
+
+test('QW-322.1(a): a VOIDED weld is no use: voiding the weld of 2026-06-01 takes back the continuity it gave', async (t) => {
+  const w = await rulesWorld(t);
+  const q = await welderWith(w, {});
+  const june = await q.weld({ welded_on: '2026-06-01' });
+  const october = await q.weld({ welded_on: '2026-10-01' });
+  t.is((await status(w, q.fx, q.welderId, '2026-09-30'))[0]!.state, 'valid');
+  t.true(await qualified(w, q.fx, october));
+
+  await w.moveWeld(q.fx, 'engineer', june, 'VOIDED', 'cut out: line rerouted');
+  const [after] = await w.sqlAs<{ state: string; last_used_on: string }>(
+    q.fx,
+    'viewer',
+    `select q.state, q.last_used_on::text
+       from weld_public.welders w, weld_public.welders_qualification_status(w, '2026-09-30') q
+      where w.id = $1`,
+    [q.welderId],
+  );
+  t.deepEqual(after, { state: 'lapsed', last_used_on: null }, 'no use since it was qualified');
+  t.false(await qualified(w, q.fx, october), 'lapsed on 2026-07-11 again');
+});
+
+test('QW-322.1(a): a documented use is recorded after it happened: one dated tomorrow in every time zone is refused', async (t) => {
+  const w = await rulesWorld(t);
+  const q = await welderWith(w, {});
+  const insert = (day: string) =>
+    w.sqlAs(
+      q.fx,
+      'inspector',
+      `insert into weld_public.welder_continuity (welder_id, used_on, process, reference)
+       values ($1, $2::date, 'SMAW', 'shop log')`,
+      [q.welderId, day],
+    );
+  const [{ today, beyond }] = (
+    await w.dba(`select (now() at time zone 'Etc/GMT-14')::date::text as today,
+                        ((now() at time zone 'Etc/GMT-14')::date + 1)::text as beyond`)
+  ).rows as [{ today: string; beyond: string }];
+  await insert(today);
+  const error = await refusal(t, insert(beyond));
+  t.is(error.code, '23514');
+  t.is(
+    (error as { constraint?: string }).constraint,
+    'welder_continuity_used_on_recorded',
+    'named, so the API says "must not be later than today"',
+  );
+});
+
+test('QW-322.2: a renewal comes after what it renews: the same day is refused, and so is moving the renewed one to or past its renewal', async (t) => {
+  const w = await rulesWorld(t);
+  const q = await welderWith(w, {});
+  const renew = (qualifiedOn: string, renews: string) =>
+    w.sqlAs<{ id: string }>(
+      q.fx,
+      'engineer',
+      `insert into weld_public.welder_qualifications (welder_id, process, qualified_on, renews_qualification_id)
+       values ($1, 'SMAW', $2::date, $3) returning id`,
+      [q.welderId, qualifiedOn, renews],
+    );
+  let error = await refusal(t, renew('2026-01-10', q.qualificationId));
+  t.is(error.code, 'WD007', 'qualified the same day as the one it renews');
+  const [renewal] = await renew('2026-08-15', q.qualificationId);
+  error = await refusal(
+    t,
+    w.sqlAs(
+      q.fx,
+      'engineer',
+      "update weld_public.welder_qualifications set qualified_on = '2026-08-15' where id = $1",
+      [q.qualificationId],
+    ),
+  );
+  t.is(error.code, 'WD007');
+  t.is(JSON.parse(error.detail!).pointer, '/qualifiedOn');
+  error = await refusal(
+    t,
+    w.sqlAs(
+      q.fx,
+      'engineer',
+      'update weld_public.welder_qualifications set renews_qualification_id = $2 where id = $1',
+      [q.qualificationId, renewal!.id],
+    ),
+  );
+  t.is(error.code, 'WD007', 'no chain of renewals comes back to where it began');
+});
