@@ -505,8 +505,13 @@ const continuityCursor = textCursorParam.pipe(
       /^\d{4}-\d{2}-\d{2}\|(weld|document)\/[A-Z]{3,4}\/[0-9a-f-]{36}$/,
       'not a cursor this service issued',
     )
-    .transform((key) => {
+    .transform((key, ctx) => {
       const [usedOn, entry] = key.split('|') as [string, string];
+      // the service issues only real dates: 2026-13-45 is a forged cursor, not a database error
+      if (!calendarDate.safeParse(usedOn).success) {
+        ctx.addIssue({ code: 'custom', message: 'not a cursor this service issued' });
+        return z.NEVER;
+      }
       return { usedOn, entry };
     }),
 );
@@ -532,10 +537,15 @@ export const ContinuityBody = z.strictObject({
 // Withdrawing a released test package
 
 export const WithdrawBody = z.strictObject({
+  // Judged by the database (as a transition rule's reason is), so a missing, empty or blank reason
+  // is one answer: 422 /problems/reason-required, after the role check.
   reason: z
     .string()
     .max(2000)
-    .describe('why the release is withdrawn (required: 422 /problems/reason-required without)'),
+    .optional()
+    .describe(
+      'why the release is withdrawn: required; missing, empty or blank is 422 /problems/reason-required',
+    ),
 });
 
 //------------------------------------------------------------------------------------------------
@@ -698,7 +708,7 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
             prepared(
               `select row_to_json(x)::text as json, ${testPackages.tagSql} as tag
                  from ${itemsFrom(testPackages, 'weld_public.withdraw_test_package($1, $2, $3)')}`,
-              [id, body.reason, version],
+              [id, body.reason ?? null, version],
             ),
           ),
         );

@@ -13,6 +13,7 @@ import {
   EVENT_TYPES,
   PAGE_SIZE,
   WELD_STATUSES,
+  WELD_TYPES,
 } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import type { Route } from '../server/http/route.ts';
@@ -82,9 +83,14 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const content = (name: string, type = 'application/json') => ({
   content: { [type]: { schema: ref(name) } },
 });
-const problem = (description: string, name = 'Problem') => ({
+/** A problem response; several schema names hold together (each is conditional on `type`). */
+const problem = (description: string, name: string | string[] = 'Problem') => ({
   description,
-  ...content(name, 'application/problem+json'),
+  content: {
+    'application/problem+json': {
+      schema: typeof name === 'string' ? ref(name) : { allOf: name.map(ref) },
+    },
+  },
 });
 
 /** Query parameters from a strict zod object: one entry per key, with the key's input schema. */
@@ -174,15 +180,46 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
       'PackageNotReadyProblem',
     );
   }
-  if (['isos', 'wps', 'pqrs', 'welder-qualifications'].includes(r.path)) {
-    // What a released test package was judged on stays (migrations: a release stays released).
-    writeProblems['409'] = problem(
-      'a unique key is taken (/problems/conflict, naming the field); the change would leave a released, tested or closed test package not ready (/problems/package-released, naming each package and its reasons: withdraw it first)' +
-        (r.path === 'wps' || r.path === 'pqrs'
-          ? '; or an approved WPS would not be qualified by its PQRs (/problems/wps-not-qualified, with `wpsId` and `checks`)'
-          : ''),
-      r.path === 'wps' || r.path === 'pqrs' ? 'WpsNotQualifiedProblem' : 'PackageReleasedProblem',
+  // What a released test package was judged on stays (migration 000017): its ISOs, WPSs, PQRs
+  // and welder qualifications; and where the tenant refuses failing welds, a WPS, PQR or
+  // qualification change that leaves a weld relying on it failing is refused as the weld's is.
+  const released =
+    'the change would leave a released, tested or closed test package not ready (/problems/package-released, naming each package and its reasons: withdraw a released one first; a tested or closed one is the record of its test)';
+  const procedure = ['wps', 'pqrs'].includes(r.path);
+  const relied = ['wps', 'pqrs', 'welder-qualifications'].includes(r.path);
+  const reliedFailing =
+    " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a change that leaves a weld relying on it failing them (/problems/weld-checks-failed, naming the first such weld's `checks`)";
+  let deleteConflict = problem(
+    'still referenced (/problems/still-referenced), or its state forbids it (/problems/state-conflict)',
+  );
+  let deleteInvalid: ReturnType<typeof problem> | undefined;
+  if (r.path === 'test-packages') {
+    deleteConflict = problem(
+      'only an open package that was never released is deleted (/problems/state-conflict): a package with a history is the record of its releases',
     );
+  }
+  const wpsNotQualified = procedure
+    ? '; or an approved WPS would not be qualified by its PQRs (/problems/wps-not-qualified, with `checks`, and `wpsId` unless the refused write was its creation)'
+    : '';
+  const heldSchemas = procedure
+    ? ['WpsNotQualifiedProblem', 'PackageReleasedProblem']
+    : 'PackageReleasedProblem';
+  if (r.path === 'isos' || relied) {
+    writeProblems['409'] = problem(
+      `a unique key is taken (/problems/conflict, naming the field); ${released}${wpsNotQualified}`,
+      heldSchemas,
+    );
+  }
+  if (relied) {
+    deleteConflict = problem(
+      `still referenced (/problems/still-referenced); ${released}${wpsNotQualified}`,
+      heldSchemas,
+    );
+    writeProblems['422'] = problem(
+      `a bad or read-only field, or a reference to no record of your tenant, named in errors;${reliedFailing}`,
+      'WeldChecksProblem',
+    );
+    deleteInvalid = problem(reliedFailing.trim(), 'WeldChecksProblem');
   }
   if (r.path === 'welds') {
     const checksFailed =
@@ -304,10 +341,9 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
         responses: {
           '204': { description: 'deleted' },
           '403': problem('your role may not do this (or the CSRF check failed)'),
-          '409': problem(
-            'still referenced (/problems/still-referenced), or its state forbids it (/problems/state-conflict)',
-          ),
+          '409': deleteConflict,
           '412': problem('If-Match is stale'),
+          ...(deleteInvalid && { '422': deleteInvalid }),
           ...common,
         },
       },
@@ -332,9 +368,9 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/ndt-result-refused | 409 | the lifecycle rules refuse an NDT result for some welds; \`welds\` names each with its status; nothing was recorded |
 | /problems/package-not-ready | 409 | a test package released, tested or closed while not ready; \`reasons\` lists the first 100 reasons (as GET /test-packages/{id}/readiness), \`reasonCount\` counts them all |
 | /problems/weld-checks-failed | 422 | the tenant refuses welds that fail the code checks, and this write (of the weld, or of a WPS, PQR or qualification it relies on) leaves a weld with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED, WPS_RANGE, WPS_PNUMBER or WPS_RANGE_UNSUPPORTED; \`checks\` names each ({code, detail}) |
-| /problems/package-released | 409 | a change of an ISO, a WPS, a PQR or a qualification would leave a released, tested or closed test package not ready; \`packages\` names each with its first reasons; withdraw the package first (POST /test-packages/{id}/withdraw) |
+| /problems/package-released | 409 | a change of an ISO, a WPS, a PQR or a qualification would leave a released, tested or closed test package not ready; \`packages\` names each with its first reasons; withdraw a released package first (POST /test-packages/{id}/withdraw); a tested or closed one is the record of its test: record the change as a new WPS revision or qualification |
 | /problems/reexamination-open | 409 | the tenant refuses welds that fail the code checks, and a repaired weld is accepted by hand while the re-examination its repair owes is not recorded (B31.3 341.3.3); \`checks\` names it |
-| /problems/wps-not-qualified | 409 | a WPS approved, or an approved WPS changed, while its PQRs do not qualify it (no PQR, a process, its thickness range, its P-numbers); \`wpsId\` and \`checks\` say what |
+| /problems/wps-not-qualified | 409 | a WPS approved, or an approved WPS changed, while its PQRs do not qualify it (no PQR, a process, its thickness range, its P-numbers); \`checks\` say what, \`wpsId\` which (absent when the refused write was its creation) |
 | /problems/concurrent-change | 409 | another request changed the same records at the same moment; nothing was written; retry (Retry-After) |
 | /problems/idempotency-key-reused | 422 | the Idempotency-Key was used in the last 24 hours for a different request |
 | /problems/unauthorized | 401 | no access token, or an invalid, expired or ended one |
@@ -890,12 +926,14 @@ function eventWebhooks(): Record<string, unknown> {
 const REGISTER_COLUMNS_TEXT =
   'Columns, in any order (unknown ones are refused): isoNumber and weldNumber (required: the key ' +
   'welds are upserted by), lineNumber (required when the ISO is new: it is created; an existing ' +
-  "ISO's line is never changed), type (BW, SW, FW, BR, TW), size (NPS, inches), schedule, " +
+  `ISO's line is never changed), type (${WELD_TYPES.join(', ')}), size (NPS, inches), schedule, ` +
   'wallThickness (inches), material, welderStamp, wpsNumber and wpsRevision (the revision may be ' +
-  'left out when the WPS has one), weldedOn (YYYY-MM-DD). status, repairCycle and version, which ' +
+  'left out when the WPS has one), weldedOn (YYYY-MM-DD, 1900-01-01 to 2200-12-31, not after an ' +
+  'examination of the weld), baseMetal1PNumber and baseMetal2PNumber (ASME IX P-numbers: 1, 5A, ' +
+  '8). status, repairCycle and version, which ' +
   'the export adds, are accepted and ignored: the lifecycle owns them. A column the file lacks ' +
   "leaves existing welds' values as they are; an empty cell clears an optional value. Type and size " +
-  'are required for a new weld. Values are trimmed; type and schedule are case-insensitive.';
+  'are required for a new weld. Values are trimmed; type, schedule and P-numbers are case-insensitive.';
 
 /** The weld register import (imports.ts); the export is GET /welds as text/csv. */
 function importPaths(): Record<string, unknown> {
@@ -1149,28 +1187,21 @@ function buildDocument() {
         },
       ],
     },
-    ReexaminationProblem: {
-      allOf: [
-        ref('Problem'),
-        {
-          type: 'object',
-          properties: { checks: { type: 'array', items: ref('WeldCheck') } },
-          if: { properties: { type: { const: '/problems/reexamination-open' } } },
-          then: { required: ['checks'] },
-        },
-      ],
-    },
     WpsNotQualifiedProblem: {
       allOf: [
         ref('Problem'),
         {
           type: 'object',
           properties: {
-            wpsId: { type: 'string', format: 'uuid' },
+            wpsId: {
+              type: 'string',
+              format: 'uuid',
+              description: 'the WPS refused; absent when the refused write was its creation',
+            },
             checks: { type: 'array', items: ref('WeldCheck') },
           },
           if: { properties: { type: { const: '/problems/wps-not-qualified' } } },
-          then: { required: ['wpsId', 'checks'] },
+          then: { required: ['checks'] },
         },
       ],
     },

@@ -111,6 +111,13 @@ test('QW-322.1(a): POST /welders/{id}/continuity records a documented use; GET l
     404,
   );
   problemOf(t, await w.a.viewer.get(`/welders/${welderId}/continuity?cursor=bm9wZQ`), 422);
+  // A forged cursor of the right shape but no real date is the cursor's fault, not the database's.
+  const forged = Buffer.from(
+    '2026-13-45|document/SMAW/00000000-0000-4000-8000-000000000001',
+  ).toString('base64url');
+  const refused = await w.a.viewer.get(`/welders/${welderId}/continuity?cursor=${forged}`);
+  problemOf(t, refused, 422, '/problems/validation-failed');
+  t.regex(refused.text, /"parameter":"cursor","detail":"not a cursor this service issued"/);
 });
 
 test('QW-200.2: approving a WPS that no PQR backs is 409 /problems/wps-not-qualified naming it; GET /wps/{id}/checks says why; backed by a PQR that supports its range, it is approved', async (t) => {
@@ -136,6 +143,16 @@ test('QW-200.2: approving a WPS that no PQR backs is 409 /problems/wps-not-quali
   ]);
   t.is(ok(await w.a.viewer.get(`/wps/${draft.id}`)).state, 'draft', 'nothing written');
   t.like(ok(await w.a.viewer.get(`/wps/${draft.id}/checks`)), { wpsId: draft.id, ok: false });
+  // Created approved without a PQR: refused, and no wpsId, for no WPS was written.
+  const created = await w.a.engineer.post('/wps', {
+    wpsNumber: 'WPS-10',
+    process: 'GTAW',
+    state: 'approved',
+  });
+  problemOf(t, created, 409, '/problems/wps-not-qualified');
+  t.false('wpsId' in created.json);
+  t.is(created.json.checks.length, 1);
+  t.is(ok(await w.a.viewer.get('/wps?wpsNumber=WPS-10')).items.length, 0);
 
   const thin = (await w.make.pqr('PQR-T', { thicknessTestedIn: 0.25 })).id;
   const tooWide = await w.a.engineer.patch(`/wps/${draft.id}`, {
@@ -194,12 +211,14 @@ test('a release stays released: after the release, the ISO to severe cyclic is 4
     await w.a.inspector.post(`/test-packages/${p.packageId}/withdraw`, { reason: 'x' }),
     403,
   );
-  problemOf(
-    t,
-    await w.a.engineer.post(`/test-packages/${p.packageId}/withdraw`, { reason: ' ' }),
-    422,
-    '/problems/reason-required',
-  );
+  for (const body of [{ reason: ' ' }, {}]) {
+    problemOf(
+      t,
+      await w.a.engineer.post(`/test-packages/${p.packageId}/withdraw`, body),
+      422,
+      '/problems/reason-required',
+    );
+  }
   const withdrawn = await w.a.engineer.post(`/test-packages/${p.packageId}/withdraw`, {
     reason: 'the line becomes severe cyclic service',
   });
