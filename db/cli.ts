@@ -358,6 +358,22 @@ const commands: Record<string, Command<unknown>> = {
     },
   }),
 
+  sql: command({
+    usage:
+      'sql <statement>   (as the owner, who sees every tenant: rows go to standard output as JSON lines)',
+    parse: (args) => argv(args, ['statement'], {}).positionals[0]!,
+    run: async (db, statement) => {
+      // For a DBA with Node alone: the embedded PostgreSQL brings no psql. One round trip, so
+      // several statements separated by ';' run in one implicit transaction, all or none.
+      const results = await db.query(statement);
+      for (const result of Array.isArray(results) ? results : [results]) {
+        const { command: tag, rowCount, rows, fields } = result as pg.QueryResult;
+        if (fields.length > 0) for (const row of rows) console.log(JSON.stringify(row));
+        else console.log(`${tag}${rowCount === null ? '' : ` ${rowCount}`}`);
+      }
+    },
+  }),
+
   'citus-plan': command({
     usage: 'citus-plan   (the SQL that distributes the schema with Citus goes to standard output)',
     parse: (args) => argv(args, [], {}),

@@ -139,3 +139,43 @@ test('db url prints a connection URL of the owner role that works', async (t) =>
   const rows = await superuserQuery<{ who: string }>(url, 'select current_user as who');
   t.deepEqual(rows, [{ who: 'weld_owner' }]);
 });
+
+test('sql runs statements as the owner: rows as JSON lines, a command tag otherwise; several are all or none', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  const env = { DATABASE_URL: rootUrl };
+  t.is((await runCli(['tenant', 'add', 'acme', '--origin', 'https://acme.example'], env)).code, 0);
+  const setting = () =>
+    runCli(
+      [
+        'sql',
+        `select s.weld_checks, current_user as who from weld_public.tenant_settings s
+           join weld_public.tenants t on t.id = s.tenant_id where t.slug = 'acme'`,
+      ],
+      env,
+    );
+  t.is((await setting()).stdout, '{"weld_checks":"show","who":"weld_owner"}\n');
+
+  const refuse = await runCli(
+    [
+      'sql',
+      `update weld_public.tenant_settings s set weld_checks = 'refuse'
+         from weld_public.tenants t where t.id = s.tenant_id and t.slug = 'acme'`,
+    ],
+    env,
+  );
+  t.is(refuse.code, 0, refuse.output);
+  t.is(refuse.stdout, 'UPDATE 1\n');
+  t.is((await setting()).stdout, '{"weld_checks":"refuse","who":"weld_owner"}\n');
+
+  const half = await runCli(
+    [
+      'sql',
+      `update weld_public.tenant_settings set weld_checks = 'show';
+       update weld_public.tenant_settings set continuity_months = 0`,
+    ],
+    env,
+  );
+  t.is(half.code, 1);
+  t.regex(half.stderr, /^weld-admin: failed: .*check constraint/m);
+  t.is((await setting()).stdout, '{"weld_checks":"refuse","who":"weld_owner"}\n', 'all or none');
+});
