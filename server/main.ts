@@ -41,7 +41,13 @@ async function main(): Promise<void> {
   logger.info({ database: target.description }, 'database ready');
   target.embedded?.supervise((level, message) => logger[level]({ component: 'postgres' }, message));
 
-  const onError = (error: Error) => logger.warn({ err: error }, 'idle database connection failed');
+  // A database shutting down (57P01: Ctrl-C reaches the embedded PostgreSQL too, in the same
+  // process group) ends idle connections: one info line, no stack. Anything else is a warning.
+  const onError = (error: Error & { code?: string }) => {
+    if (error.code === '57P01')
+      logger.info({ code: error.code }, 'database shut down; connection closed');
+    else logger.warn({ err: error }, 'idle database connection failed');
+  };
   const bounds = { waitMs: config.dbPoolWaitMs, statementTimeoutMs: config.dbStatementTimeoutMs };
   const pool = createPool(target.authenticatorUrl, { max: config.dbPoolMax, ...bounds, onError });
   // GraphQL gets a pool of its own: a burst of heavy reports waits for its own connections and

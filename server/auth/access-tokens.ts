@@ -4,7 +4,7 @@
 // aud, typ, expiry (5 s tolerance) and that tid is the tenant of the request; kid only selects
 // among the tenant's own trusted keys.
 import { randomUUID } from 'node:crypto';
-import { jwtVerify, SignJWT } from 'jose';
+import { errors, jwtVerify, SignJWT } from 'jose';
 import { SIGNING_ALGORITHM } from '../../db/signing-keys.ts';
 import { USER_ROLES, type UserRole } from '../../db/vocabulary.ts';
 import { TokenError, type KeyRing } from './keys.ts';
@@ -115,7 +115,10 @@ async function verifyUncached(
       kid: protectedHeader.kid,
     };
   } catch (error) {
+    // Only what jose says of the token makes it invalid: a key read that failed (the database
+    // slow or down) is the service's fault, answered 503, not a reason to drop the client's token.
     if (error instanceof TokenError) throw error;
-    throw new TokenError((error as Error).message);
+    if (error instanceof errors.JOSEError) throw new TokenError(error.message);
+    throw error;
   }
 }

@@ -173,3 +173,16 @@ test('status races across both instances lose no update: every acknowledged chan
   );
   t.is(final.rows[0]!.version, initial.rows[0]!.version + 80, 'the version counts them');
 });
+
+test('a token is never refused for a database that cannot answer: reading the keys timing out is 503 /problems/timeout, and the same token works once the database answers', async (t) => {
+  const { owner, a, b } = await twoInstances(t, { DB_STATEMENT_TIMEOUT_MS: '500' });
+  const token = (await login(a, HOST, 'engineer')).json.accessToken as string;
+  // B has not read the tenant's keys yet; a DBA's lock makes that read wait past its timeout.
+  await owner.query('begin');
+  await owner.query('lock table weld_private.signing_keys in access exclusive mode');
+  const stalled = await me(b, token);
+  await owner.query('rollback');
+  t.is(stalled.status, 503, 'not 401: the client keeps its token');
+  t.is(stalled.json.type, '/problems/timeout');
+  t.is((await me(b, token)).status, 200);
+});
