@@ -69,3 +69,28 @@ export function request(port: number, req: HttpRequest): Promise<HttpResponse> {
     outgoing.end(payload);
   });
 }
+
+/** A user's requests at one origin, with their access token as a Bearer header. */
+export interface Client {
+  get(path: string, headers?: Record<string, string>): Promise<HttpResponse>;
+  post(path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResponse>;
+  patch(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResponse>;
+  del(path: string, headers?: Record<string, string>): Promise<HttpResponse>;
+}
+
+export function bearerClient(port: number, host: string, token: string): Client {
+  const send = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    request(port, {
+      method,
+      path,
+      host,
+      body,
+      headers: { authorization: `Bearer ${token}`, ...headers },
+    });
+  return {
+    get: (path, headers) => send('GET', path, undefined, headers),
+    post: (path, body, headers) => send('POST', path, body, headers),
+    patch: (path, body, headers) => send('PATCH', path, body, headers),
+    del: (path, headers) => send('DELETE', path, undefined, headers),
+  };
+}

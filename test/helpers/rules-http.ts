@@ -8,8 +8,8 @@ import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login } from './auth.ts';
 import { migratedDatabase } from './database.ts';
 import { ownerClient } from './fixtures.ts';
-import { request, type HttpResponse } from './http.ts';
-import { startServer } from './server.ts';
+import { bearerClient as client, request, type Client, type HttpResponse } from './http.ts';
+import { startServer, worldSlots } from './server.ts';
 
 export const A = 'a.test';
 export const B = 'b.test';
@@ -17,44 +17,8 @@ export const ROLES = ['viewer', 'inspector', 'engineer', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 export type Body = Record<string, unknown>;
 
-// At most this many worlds at once: each holds a database, a server and their connections, and
-// the cluster's connections are shared with the other test files running beside this one.
-const MAX_WORLDS = 4;
-let worldsRunning = 0;
-const waitingForWorld: Array<() => void> = [];
-async function worldSlot(t: ExecutionContext): Promise<void> {
-  if (worldsRunning < MAX_WORLDS) worldsRunning++;
-  else await new Promise<void>((resolve) => waitingForWorld.push(resolve));
-  t.teardown(() => {
-    const next = waitingForWorld.shift();
-    if (next) next();
-    else worldsRunning--;
-  });
-}
-
-export interface Client {
-  get(path: string): Promise<HttpResponse>;
-  post(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResponse>;
-  patch(path: string, body: unknown): Promise<HttpResponse>;
-  del(path: string): Promise<HttpResponse>;
-}
-
-export function client(port: number, host: string, token: string): Client {
-  const send = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    request(port, {
-      method,
-      path,
-      host,
-      body,
-      headers: { authorization: `Bearer ${token}`, ...headers },
-    });
-  return {
-    get: (path) => send('GET', path),
-    post: (path, body, headers) => send('POST', path, body, headers),
-    patch: (path, body) => send('PATCH', path, body),
-    del: (path) => send('DELETE', path),
-  };
-}
+// At most 4 worlds at once (helpers/server.ts).
+const worldSlot = worldSlots(4);
 
 export interface World {
   port: number;

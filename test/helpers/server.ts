@@ -201,3 +201,24 @@ async function runNode(
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   return { code, stdout, stderr, output: stdout + stderr };
 }
+
+/**
+ * At most `max` worlds of a test file at once: each holds a database, a server and their
+ * connections, and the cluster's 200 connections are shared with the files running beside it.
+ * Returns what a test awaits before it builds its world; the slot passes on at its teardown.
+ */
+export function worldSlots(
+  max: number,
+): (t: { teardown: (fn: () => void) => void }) => Promise<void> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (t) => {
+    if (running < max) running++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    t.teardown(() => {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    });
+  };
+}

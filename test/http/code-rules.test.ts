@@ -7,8 +7,8 @@
 import test from 'ava';
 import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
+import { bearerClient as client } from '../helpers/http.ts';
 import {
-  client,
   idsOf,
   inBatches,
   named,

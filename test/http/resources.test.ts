@@ -24,8 +24,8 @@ import { wps } from '../../rest-adapter/wps.ts';
 import { login, PASSWORD } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
-import { request, type HttpResponse } from '../helpers/http.ts';
-import { startServer } from '../helpers/server.ts';
+import { bearerClient as client, type Client, type HttpResponse } from '../helpers/http.ts';
+import { startServer, worldSlots } from '../helpers/server.ts';
 
 /**
  * The version an entity tag names: "<version>", or for an ISO "<version>.<version of its weld
@@ -54,13 +54,6 @@ interface Deps {
   welds: string[];
 }
 
-interface Client {
-  get(path: string, headers?: Record<string, string>): Promise<HttpResponse>;
-  post(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResponse>;
-  patch(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResponse>;
-  del(path: string, headers?: Record<string, string>): Promise<HttpResponse>;
-}
-
 interface World {
   owner: pg.Client;
   tenantA: string;
@@ -77,38 +70,8 @@ interface World {
 // password for five users in each of ~30 worlds would be most of the run.
 const passwordHash = hashPassword(PASSWORD);
 
-// At most this many worlds at once: each holds a database, a server and their connections, and
-// the cluster's 200 connections are shared with the other test files running beside this one.
-const MAX_WORLDS = 6;
-let worldsRunning = 0;
-const waitingForWorld: Array<() => void> = [];
-async function worldSlot(t: ExecutionContext): Promise<void> {
-  if (worldsRunning < MAX_WORLDS) worldsRunning++;
-  else await new Promise<void>((resolve) => waitingForWorld.push(resolve));
-  t.teardown(() => {
-    const next = waitingForWorld.shift();
-    if (next)
-      next(); // the slot passes on
-    else worldsRunning--;
-  });
-}
-
-function client(port: number, host: string, token: string): Client {
-  const send = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    request(port, {
-      method,
-      path,
-      host,
-      body,
-      headers: { authorization: `Bearer ${token}`, ...headers },
-    });
-  return {
-    get: (path, headers) => send('GET', path, undefined, headers),
-    post: (path, body, headers) => send('POST', path, body, headers),
-    patch: (path, body, headers) => send('PATCH', path, body, headers),
-    del: (path, headers) => send('DELETE', path, undefined, headers),
-  };
-}
+// At most 6 worlds at once (helpers/server.ts).
+const worldSlot = worldSlots(6);
 
 async function backdrop(owner: pg.Client, tenant: string): Promise<Deps> {
   const ids = async (sql: string, params: unknown[] = []) =>

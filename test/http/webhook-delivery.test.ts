@@ -14,7 +14,12 @@ import { startWebhookWorker } from '../../server/webhook-worker.ts';
 import { addRoleUsers, cookieHeader, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
-import { request, type HttpResponse } from '../helpers/http.ts';
+import {
+  bearerClient as client,
+  request,
+  type Client,
+  type HttpResponse,
+} from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 const A = 'a.test';
@@ -23,30 +28,6 @@ const ROLES = ['viewer', 'inspector', 'engineer', 'admin'] as const;
 type Role = (typeof ROLES)[number];
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
-
-interface Client {
-  get(path: string): Promise<HttpResponse>;
-  post(path: string, body?: unknown): Promise<HttpResponse>;
-  patch(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResponse>;
-  del(path: string): Promise<HttpResponse>;
-}
-
-function client(port: number, host: string, token: string): Client {
-  const send = (method: string, path: string, body?: unknown, headers = {}) =>
-    request(port, {
-      method,
-      path,
-      host,
-      body,
-      headers: { authorization: `Bearer ${token}`, ...headers },
-    });
-  return {
-    get: (path) => send('GET', path),
-    post: (path, body) => send('POST', path, body),
-    patch: (path, body, headers) => send('PATCH', path, body, headers),
-    del: (path) => send('DELETE', path),
-  };
-}
 
 function ok(res: HttpResponse, status = 200): Json {
   if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text}`);
