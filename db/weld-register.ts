@@ -34,7 +34,10 @@ export const REGISTER_COLUMNS = [
   'baseMetal1PNumber',
   'baseMetal2PNumber',
 ] as const;
-/** What export adds; import accepts them and leaves them alone (the lifecycle owns them). */
+/**
+ * What export adds. Import writes none of them (the lifecycle owns them); it checks `version`: a
+ * weld the file would change that changed since the export is a conflict, not overwritten.
+ */
 export const REGISTER_READ_ONLY_COLUMNS = ['status', 'repairCycle', 'version'] as const;
 const REQUIRED_COLUMNS = ['isoNumber', 'weldNumber'];
 
@@ -69,7 +72,9 @@ export interface ImportRecord extends ImportCounts {
 }
 
 export type ImportOutcome =
-  | { ok: false; errors: ImportError[]; errorCount: number }
+  | { ok: false; errors: ImportError[]; errorCount: number; conflict?: false }
+  /** Welds changed between the check and the write (by a PATCH meanwhile): nothing written. */
+  | { ok: false; errors: ImportError[]; errorCount: number; conflict: true }
   | { ok: true; dryRun: true; counts: ImportCounts }
   | { ok: true; dryRun: false; record: ImportRecord };
 
@@ -143,7 +148,7 @@ async function importWelds(
       copyFrom(
         'copy pg_temp.weld_import_rows (line, iso_number, line_number, weld_number, type, size, ' +
           'schedule, wall_thickness, material, welder_stamp, wps_number, wps_revision, welded_on, ' +
-          'base_metal_1, base_metal_2) from stdin',
+          'base_metal_1, base_metal_2, version) from stdin',
       ),
       LONG_STATEMENT_MS,
     ),
@@ -193,13 +198,19 @@ async function importWelds(
 
   options.onProgress?.({ phase: 'writing', rows: read.rows });
   const { sha256, bytes } = file.digest();
-  const applied = await db.query<{ record: ImportRecord }>(
-    withQueryTimeout(
-      { text: 'select weld_hidden.apply_weld_import($1, $2) as record', values: [sha256, bytes] },
-      LONG_STATEMENT_MS,
-    ),
-  );
-  return { ok: true, dryRun: false, record: applied.rows[0]!.record };
+  try {
+    const applied = await db.query<{ record: ImportRecord }>(
+      withQueryTimeout(
+        { text: 'select weld_hidden.apply_weld_import($1, $2) as record', values: [sha256, bytes] },
+        LONG_STATEMENT_MS,
+      ),
+    );
+    return { ok: true, dryRun: false, record: applied.rows[0]!.record };
+  } catch (error) {
+    if (!(error instanceof pg.DatabaseError && error.code === 'WD014')) throw error;
+    const conflict = JSON.parse(error.detail!) as { errors: ImportError[]; errorCount: number };
+    return { ok: false, conflict: true, ...conflict };
+  }
 }
 
 interface SqlCheck {
@@ -357,7 +368,9 @@ function readHeader(record: CsvRecord): { positions: number[]; width: number; pr
   }
   if (errors.length) throw new Refused(errors);
   return {
-    positions: REGISTER_COLUMNS.map((name) => names.indexOf(name)),
+    // The register's columns, then `version`: the import checks it (a weld changed since the
+    // export is a conflict); status and repairCycle are the lifecycle's and read by nothing.
+    positions: [...REGISTER_COLUMNS, 'version'].map((name) => names.indexOf(name)),
     width: names.length,
     present: names,
   };

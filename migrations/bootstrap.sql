@@ -77,8 +77,45 @@ begin
   execute format('revoke all on database %I from public', current_database());
   execute format('grant connect, create, temporary on database %I to weld_owner', current_database());
   execute format('grant connect on database %I to weld_authenticator', current_database());
+  -- The import's SECURITY DEFINER functions (weld_rules') keep its rows in temporary tables.
+  execute format('grant temporary on database %I to weld_rules', current_database());
 end
 $$;
+
+-- Advisory locks are the service's: its functions take them (lines, imports, the outbox) through
+-- the owner and weld_rules. A request role that could take them could hold them and stall others.
+revoke execute on function
+  pg_catalog.pg_advisory_lock(bigint), pg_catalog.pg_advisory_lock(integer, integer),
+  pg_catalog.pg_advisory_lock_shared(bigint), pg_catalog.pg_advisory_lock_shared(integer, integer),
+  pg_catalog.pg_advisory_xact_lock(bigint), pg_catalog.pg_advisory_xact_lock(integer, integer),
+  pg_catalog.pg_advisory_xact_lock_shared(bigint),
+  pg_catalog.pg_advisory_xact_lock_shared(integer, integer),
+  pg_catalog.pg_try_advisory_lock(bigint), pg_catalog.pg_try_advisory_lock(integer, integer),
+  pg_catalog.pg_try_advisory_lock_shared(bigint),
+  pg_catalog.pg_try_advisory_lock_shared(integer, integer),
+  pg_catalog.pg_try_advisory_xact_lock(bigint), pg_catalog.pg_try_advisory_xact_lock(integer, integer),
+  pg_catalog.pg_try_advisory_xact_lock_shared(bigint),
+  pg_catalog.pg_try_advisory_xact_lock_shared(integer, integer),
+  pg_catalog.pg_advisory_unlock(bigint), pg_catalog.pg_advisory_unlock(integer, integer),
+  pg_catalog.pg_advisory_unlock_shared(bigint), pg_catalog.pg_advisory_unlock_shared(integer, integer),
+  pg_catalog.pg_advisory_unlock_all()
+  from public;
+grant execute on function
+  pg_catalog.pg_advisory_lock(bigint), pg_catalog.pg_advisory_lock(integer, integer),
+  pg_catalog.pg_advisory_lock_shared(bigint), pg_catalog.pg_advisory_lock_shared(integer, integer),
+  pg_catalog.pg_advisory_xact_lock(bigint), pg_catalog.pg_advisory_xact_lock(integer, integer),
+  pg_catalog.pg_advisory_xact_lock_shared(bigint),
+  pg_catalog.pg_advisory_xact_lock_shared(integer, integer),
+  pg_catalog.pg_try_advisory_lock(bigint), pg_catalog.pg_try_advisory_lock(integer, integer),
+  pg_catalog.pg_try_advisory_lock_shared(bigint),
+  pg_catalog.pg_try_advisory_lock_shared(integer, integer),
+  pg_catalog.pg_try_advisory_xact_lock(bigint), pg_catalog.pg_try_advisory_xact_lock(integer, integer),
+  pg_catalog.pg_try_advisory_xact_lock_shared(bigint),
+  pg_catalog.pg_try_advisory_xact_lock_shared(integer, integer),
+  pg_catalog.pg_advisory_unlock(bigint), pg_catalog.pg_advisory_unlock(integer, integer),
+  pg_catalog.pg_advisory_unlock_shared(bigint), pg_catalog.pg_advisory_unlock_shared(integer, integer),
+  pg_catalog.pg_advisory_unlock_all()
+  to weld_owner, weld_rules;
 
 revoke all on schema public from public;
 grant usage on schema public to weld_owner, weld_anonymous, weld_rules;

@@ -2,8 +2,10 @@
 //
 //   POST /imports/welds[?dryRun=true]   body text/csv (UTF-8). 201 with the import's record and
 //                                       Location; a dry run 200 with the counts; 422
-//                                       /problems/import-invalid naming the bad lines; 413 past
-//                                       IMPORT_MAX_BYTES; 403 below engineer
+//                                       /problems/import-invalid naming the bad lines; 409
+//                                       /problems/import-conflict when welds changed between
+//                                       the check and the write (imports of a tenant take
+//                                       turns); 413 past IMPORT_MAX_BYTES; 403 below engineer
 //   GET  /imports                       the records of the imports that wrote, newest first
 //   GET  /imports/{id}
 //
@@ -101,6 +103,16 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
           }).catch(async (error: unknown) => {
             throw databaseProblem(error, await restNaming(pool)) ?? error;
           });
+          if (!outcome.ok && outcome.conflict) {
+            throw new HttpProblem(409, {
+              type: '/problems/import-conflict',
+              title: 'The register changed meanwhile',
+              detail:
+                `${outcome.errorCount} weld${outcome.errorCount === 1 ? '' : 's'} of the file changed ` +
+                'between the check and the write; nothing was imported. Upload the file again.',
+              extensions: { errors: outcome.errors, errorCount: outcome.errorCount },
+            });
+          }
           if (!outcome.ok) {
             throw new HttpProblem(422, {
               type: '/problems/import-invalid',

@@ -183,12 +183,7 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
         const secret = newWebhookSecret();
         const item = await inDatabase(pool, req, async (db) => {
           // Registrations of one tenant queue here, so concurrent ones cannot pass the count.
-          await db.query(
-            prepared(
-              `select pg_advisory_xact_lock(hashtext('weld_hidden.webhooks'), hashtext($1::text))`,
-              [req.tenant!.id],
-            ),
-          );
+          await db.query(prepared('select weld_hidden.lock_webhook_registrations()', []));
           const { rows } = await db.query<{ n: number }>(
             prepared('select count(*)::int as n from weld_hidden.webhooks', []),
           );

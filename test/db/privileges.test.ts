@@ -109,6 +109,64 @@ test('catalog: every SECURITY DEFINER function pins search_path; a new one that 
   t.deepEqual(await unpinnedDefiners(rootUrl), ['weld_hidden.loose()', 'weld_hidden.unpinned()']);
 });
 
+test('catalog: no SECURITY DEFINER function of the owner (who passes row security) is executable by a request role', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  const definersOfTheOwner = (): Promise<string[]> =>
+    superuserQuery<{ fn: string }>(
+      rootUrl,
+      `select f.oid::regprocedure::text as fn from (${PROJECT_FUNCTIONS}) f
+        where f.prosecdef and pg_catalog.pg_get_userbyid(f.proowner) = 'weld_owner'
+          and exists (select from unnest(array['weld_anonymous', 'weld_viewer', 'weld_inspector',
+                                               'weld_engineer', 'weld_admin']) r (name)
+                       where pg_catalog.has_function_privilege(r.name, f.oid, 'execute'))
+        order by 1`,
+    ).then((rows) => rows.map((r) => r.fn));
+  t.deepEqual(await definersOfTheOwner(), []);
+  // Proof the check sees one: an owner's definer granted to the engineer.
+  await superuserQuery(
+    rootUrl,
+    `set role weld_owner;
+     create function weld_hidden.bypassing() returns int language sql stable security definer
+       set search_path = pg_catalog, pg_temp as 'select 1';
+     grant execute on function weld_hidden.bypassing() to weld_engineer;`,
+  );
+  t.deepEqual(await definersOfTheOwner(), ['weld_hidden.bypassing()']);
+});
+
+test("catalog: advisory locks are the service's: PUBLIC and the request roles may take none, the owner and weld_rules may", async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  const takers = await superuserQuery<{ role: string; n: number }>(
+    rootUrl,
+    `select r.name as role,
+            count(*) filter (where pg_catalog.has_function_privilege(r.name, p.oid, 'execute'))::int as n
+       from pg_catalog.pg_proc p
+       cross join unnest(array['public', 'weld_authenticator', 'weld_anonymous', 'weld_viewer',
+                               'weld_inspector', 'weld_engineer', 'weld_admin', 'weld_owner',
+                               'weld_rules']) r (name)
+      where p.pronamespace = 'pg_catalog'::regnamespace and p.proname ~ 'advisory'
+      group by r.name order by r.name`,
+  );
+  const all = (
+    await superuserQuery<{ n: number }>(
+      rootUrl,
+      `select count(*)::int as n from pg_catalog.pg_proc
+      where pronamespace = 'pg_catalog'::regnamespace and proname ~ 'advisory'`,
+    )
+  )[0]!.n;
+  t.true(all >= 20);
+  t.deepEqual(Object.fromEntries(takers.map((r) => [r.role, r.n])), {
+    public: 0,
+    weld_admin: 0,
+    weld_anonymous: 0,
+    weld_authenticator: 0,
+    weld_engineer: 0,
+    weld_inspector: 0,
+    weld_owner: all,
+    weld_rules: all,
+    weld_viewer: 0,
+  });
+});
+
 test('catalog: weld_rules may create nothing, in no schema and not in the database', async (t) => {
   const { rootUrl } = await migratedDatabase(t);
   t.deepEqual(await rulesCreateRights(rootUrl), []);
@@ -151,15 +209,18 @@ test('catalog: each function is executable by exactly the roles that call it', a
       server(owner),
     'weld_hidden.purge_events(keep_days integer)': server(owner),
     // The weld register import (000013): engineers and up import; every reader's export.
-    'weld_hidden.begin_weld_import()': roles(owner, 'weld_engineer'),
-    'weld_hidden.analyze_weld_import()': roles(owner, 'weld_engineer'),
+    // weld_rules', not the owner's (F14): weld_rules may create temporary tables.
+    'weld_hidden.begin_weld_import()': roles('weld_rules', 'weld_engineer'),
+    'weld_hidden.analyze_weld_import()': roles('weld_rules', 'weld_engineer'),
+    'weld_hidden.lock_weld_imports()': roles(rules, 'weld_engineer'),
+    'weld_hidden.lock_webhook_registrations()': roles(rules, 'weld_admin'),
     'weld_hidden.check_weld_import(present text[], decimal_comma boolean, max_errors integer)':
       roles(owner, 'weld_engineer'),
     'weld_hidden.apply_weld_import(file_sha256 text, file_bytes bigint)': roles(
       owner,
       'weld_engineer',
     ),
-    'weld_hidden.emit_weld_import_events()': roles(owner, 'weld_engineer'),
+    'weld_hidden.emit_weld_import_events()': roles('weld_rules', 'weld_engineer'),
     'weld_hidden.weld_import_code_problems(welds weld_public.welds[])': roles(
       'weld_rules',
       'weld_engineer',
@@ -199,8 +260,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.check_object(input jsonb, pointer text, what text, allowed text[], required text[])':
       rules,
     // The outbox (000010): only its SECURITY DEFINER triggers, as the owner, call these.
-    'weld_private.contract_json(row_image jsonb)': owner,
-    'weld_private.weld_json(w weld_public.welds)': owner,
+    'weld_private.contract_json(row_image jsonb)': rules,
+    'weld_private.weld_json(w weld_public.welds)': rules,
     'weld_private.emit_event(tenant uuid, event_type text, subject uuid, data jsonb, change jsonb)':
       owner,
     'weld_private.event_data(kind text, tenant uuid, subject uuid)': owner,

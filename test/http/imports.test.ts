@@ -9,9 +9,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import type pg from 'pg';
+import { connectClient } from '../../db/database.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, cookieHeader, login } from '../helpers/auth.ts';
-import { migratedDatabase } from '../helpers/database.ts';
+import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request, type HttpResponse } from '../helpers/http.ts';
 import { spawnServer, startServer } from '../helpers/server.ts';
@@ -25,6 +26,7 @@ type Json = any;
 
 interface Client {
   get(path: string, headers?: Record<string, string>): Promise<HttpResponse>;
+  patch(path: string, body: unknown): Promise<HttpResponse>;
   upload(csv: string, query?: string): Promise<HttpResponse>;
 }
 
@@ -32,6 +34,7 @@ function client(port: number, host: string, token: string): Client {
   const auth = { authorization: `Bearer ${token}` };
   return {
     get: (path, headers = {}) => request(port, { path, host, headers: { ...auth, ...headers } }),
+    patch: (path, body) => request(port, { method: 'PATCH', path, host, body, headers: auth }),
     upload: (csv, query = '') =>
       request(port, {
         method: 'POST',
@@ -498,4 +501,184 @@ test('export: every weld the filters select as CSV, streamed with flat memory (3
   t.is(one.text.trim().split('\n').length, 1 + 600);
   t.is(ok(await w.a.viewer.get('/welds?format=csv&limit=10'), 422).errors[0].parameter, 'limit');
   t.is((await w.a.viewer.get('/welds?limit=2')).json.items.length, 2, 'JSON stays the default');
+});
+
+/**
+ * Polls until a statement matching `like` waits for a lock in this test's database (as the
+ * superuser; other test files' databases share the cluster).
+ */
+async function waitingForLock(rootUrl: string, like: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const rows = await superuserQuery(
+      rootUrl,
+      `select 1 from pg_catalog.pg_locks l join pg_catalog.pg_stat_activity a using (pid)
+        where not l.granted and a.query like $1 and a.datname = pg_catalog.current_database()`,
+      [like],
+    );
+    if (rows.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`nothing matching ${like} waited for a lock`);
+}
+
+test("no lost update: a PATCH that answers 200 between an import's check and its write is a per-line conflict (409), never reverted; 5 rounds", async (t) => {
+  const w = await world(t);
+  ok(
+    await w.a.engineer.upload(
+      csv(
+        'ISO-1,L-1,W1,BW,2,40,0.154,A106-B,W-1,WPS-1,0,2026-03-02',
+        'ISO-1,L-1,W2,BW,2,40,0.154,A106-B,W-1,WPS-1,0,2026-03-02',
+      ),
+    ),
+    201,
+  );
+  const byNumber = Object.fromEntries(
+    ok(await w.a.engineer.get('/welds?limit=10')).items.map((x: Json) => [x.weldNumber, x.id]),
+  ) as Record<string, string>;
+  // The weld of the lower id is the one a DBA holds: the import's write locks in id order, so it
+  // waits there before it reaches the other, which the PATCH changes meanwhile.
+  const [held, patched] = [byNumber.W1!, byNumber.W2!].sort() as [string, string];
+  const number = (id: string) => (id === byNumber.W1 ? 'W1' : 'W2');
+  const dba = await connectClient(w.rootUrl);
+  t.teardown(() => dba.end());
+  for (let round = 1; round <= 5; round++) {
+    const before = await holdings(w.owner, w.alpha);
+    await dba.query('begin');
+    await dba.query('select 1 from weld_public.welds where id = $1 for update', [held]);
+    // A file without a material column: it changes the dates only, and must leave material be.
+    const importing = w.a.engineer.upload(
+      `isoNumber,weldNumber,weldedOn\nISO-1,W1,2026-04-0${round}\nISO-1,W2,2026-04-0${round}\n`,
+    );
+    await waitingForLock(w.rootUrl, '%apply_weld_import%');
+    const material = `patched ${round}`;
+    t.is((await w.a.engineer.patch(`/welds/${patched}`, { material })).status, 200);
+    await dba.query('commit');
+    const refused = await importing;
+    t.is(refused.status, 409, `round ${round}: ${refused.text}`);
+    t.is(refused.json.type, '/problems/import-conflict');
+    t.is(refused.json.errorCount, 1);
+    t.regex(
+      refused.json.errors[0].detail,
+      new RegExp(`^weld ${number(patched)} of ISO ISO-1 changed while the file was checked`),
+    );
+    const after = ok(await w.a.engineer.get(`/welds/${patched}`));
+    t.is(after.material, material, 'the PATCH stands');
+    t.is(after.weldedOn, '2026-03-02', 'and nothing of the import was written');
+    const now = await holdings(w.owner, w.alpha);
+    t.is(now.imports, before.imports);
+    t.is(now.versions, before.versions! + 1, 'the PATCH alone bumped a version');
+  }
+});
+
+test('two imports at once take turns: the second checks what the first wrote, so neither undoes the other; 5 rounds', async (t) => {
+  const w = await world(t);
+  ok(
+    await w.a.engineer.upload(
+      csv(
+        'ISO-1,L-1,W1,BW,2,40,0.154,A106-B,W-1,WPS-1,0,2026-03-02',
+        'ISO-1,L-1,W2,BW,2,40,0.154,A106-B,W-1,WPS-1,0,2026-03-02',
+      ),
+    ),
+    201,
+  );
+  const ids = ok(await w.a.engineer.get('/welds?limit=10')).items.map((x: Json) => x.id as string);
+  const dba = await connectClient(w.rootUrl);
+  t.teardown(() => dba.end());
+  for (let round = 1; round <= 5; round++) {
+    await dba.query('begin');
+    await dba.query('select 1 from weld_public.welds where id = any($1) for update', [ids]);
+    const materials = w.a.engineer.upload(
+      `isoNumber,weldNumber,material\nISO-1,W1,steel ${round}\nISO-1,W2,steel ${round}\n`,
+    );
+    await waitingForLock(w.rootUrl, '%apply_weld_import%');
+    const dates = w.a.engineer.upload(
+      `isoNumber,weldNumber,weldedOn\nISO-1,W1,2026-05-0${round}\nISO-1,W2,2026-05-0${round}\n`,
+    );
+    await waitingForLock(w.rootUrl, '%check_weld_import%');
+    await dba.query('commit');
+    t.is((await materials).status, 201);
+    t.is((await dates).status, 201);
+    for (const weld of ok(await w.a.engineer.get('/welds?limit=10')).items) {
+      t.like(weld, { material: `steel ${round}`, weldedOn: `2026-05-0${round}` });
+    }
+  }
+});
+
+test('a PATCH and an import of other columns, raced 20 times: the PATCH is never reverted, and an import that answered 201 is all there', async (t) => {
+  const w = await world(t);
+  const rows = Array.from(
+    { length: 50 },
+    (_, i) => `ISO-1,L-1,W${i},BW,2,40,0.154,A106-B,W-1,WPS-1,0,2026-03-02`,
+  );
+  ok(await w.a.engineer.upload(csv(...rows)), 201);
+  const welds = ok(await w.a.engineer.get('/welds?limit=100')).items as Json[];
+  const target = welds.find((x) => x.weldNumber === 'W25')!;
+  let conflicts = 0;
+  for (let round = 1; round <= 20; round++) {
+    const day = `2026-06-${String(round).padStart(2, '0')}`;
+    const file = `isoNumber,weldNumber,weldedOn\n${welds.map((x) => `ISO-1,${x.weldNumber},${day}`).join('\n')}\n`;
+    const material = `race ${round}`;
+    const [imported, patched] = await Promise.all([
+      w.a.engineer.upload(file),
+      w.a.engineer.patch(`/welds/${target.id}`, { material }),
+    ]);
+    t.is(patched.status, 200);
+    t.true([201, 409].includes(imported.status), imported.text);
+    if (imported.status === 409) conflicts++;
+    const now = ok(await w.a.engineer.get(`/welds/${target.id}`));
+    t.is(now.material, material, `round ${round}: the PATCH stands`);
+    if (imported.status === 201) t.is(now.weldedOn, day, `round ${round}: the import is there`);
+  }
+  t.log(`${conflicts} of 20 rounds met a conflict`);
+});
+
+test('a file with versions (an export, edited) changes only welds still at its version: one changed since is named on its line; unchanged rows are not judged', async (t) => {
+  const w = await world(t);
+  ok(
+    await w.a.engineer.upload(
+      csv(
+        'ISO-1,L-1,W1,BW,2,40,0.154,A106-B,W-1,WPS-1,0,2026-03-02',
+        'ISO-1,L-1,W2,BW,2,40,0.154,A106-B,W-1,WPS-1,0,2026-03-02',
+      ),
+    ),
+    201,
+  );
+  const exported = (await w.a.engineer.get('/welds', { accept: 'text/csv' })).text.replace(
+    /^\uFEFF/,
+    '',
+  );
+  const w2 = ok(await w.a.engineer.get('/welds?weldNumber=W2')).items[0];
+  ok(await w.a.engineer.patch(`/welds/${w2.id}`, { material: 'changed meanwhile' }));
+  // The user edits both rows' material in the export, and uploads it.
+  const edited = exported.replaceAll(',A106-B,', ',A333-6,');
+  const refused = await w.a.engineer.upload(edited);
+  t.is(refused.status, 422);
+  t.deepEqual(
+    refused.json.errors.map((e: Json) => [e.line, e.column, e.value]),
+    [[3, 'version', '1']],
+  );
+  t.regex(
+    refused.json.errors[0].detail,
+    /^weld W2 of ISO ISO-1 is at version 2, changed since this file's version 1/,
+  );
+  // Emptying the cell overwrites on purpose; importing an export as it is changes nothing.
+  const overwrite = edited.replace(/^(ISO-1,[^\n]*,W2,[^\n]*,)1(\r?)$/m, '$1$2');
+  t.not(overwrite, edited);
+  t.like(ok(await w.a.engineer.upload(overwrite), 201), { updated: 2 });
+  const again = (await w.a.engineer.get('/welds', { accept: 'text/csv' })).text;
+  t.like(ok(await w.a.engineer.upload(again.replace(/^\uFEFF/, '')), 201), {
+    updated: 0,
+    unchanged: 2,
+  });
+  const bad = await w.a.engineer.upload('isoNumber,weldNumber,version\nISO-1,W1,two\n');
+  t.deepEqual(
+    bad.json.errors.map((e: Json) => [e.line, e.column, e.detail]),
+    [
+      [
+        2,
+        'version',
+        "must be a whole number: the weld's version, as the export wrote it (or empty)",
+      ],
+    ],
+  );
 });
