@@ -1,7 +1,9 @@
-// Wake-ups for the event readers: the outbox (migration 000010) NOTIFYs `weld_events` with the
-// tenant's id when a transaction that wrote events commits. One dedicated connection per process
-// LISTENs (LISTEN needs a session of its own) and wakes whoever waits for that tenant: long-polls
-// and streams (rest-adapter/events.ts) and the webhook worker (which waits for any tenant).
+// Wake-ups for the event readers: the outbox (migrations 000010, F14) NOTIFYs `weld_events` with
+// "<tenant id> <event type>", once per type a committing transaction wrote. One dedicated
+// connection per process LISTENs (LISTEN needs a session of its own) and wakes whoever waits for
+// that tenant and type: long-polls and streams of those types (rest-adapter/events.ts) and the
+// webhook worker (which waits for any tenant). A reader of rare types is not woken by every weld
+// status change, and a burst of commits wakes a reader once (DEBOUNCE_MS), not once each.
 //
 // A notification is only a hint to read again; the events table is the truth. So a lost
 // notification costs latency, never an event: when the connection breaks, every waiter is woken
@@ -11,8 +13,11 @@ import pg from 'pg';
 
 const CHANNEL = 'weld_events';
 const RECONNECT_MS = { first: 500, max: 30_000 };
+/** A woken reader reads this long after the first commit it is told of, with what came since. */
+export const DEBOUNCE_MS = 20;
 
-type Waker = () => void;
+/** Wakes a waiter for an event of `type` (undefined: of any type, or the listener's restart). */
+type Waker = (type?: string) => void;
 
 /** A watch on one tenant's commits (see EventNotifications.watch). */
 export interface EventWatch {
@@ -46,20 +51,28 @@ export class EventNotifications {
   }
 
   /**
-   * Starts watching `tenantId` ('*': any tenant). Watch before reading the events, then wait:
-   * a commit between the read and the wait still wakes it, so nothing falls between the two.
+   * Starts watching `tenantId` ('*': any tenant), for events of `types` (default: every type).
+   * Watch before reading the events, then wait: a commit between the read and the wait still
+   * wakes it, so nothing falls between the two.
    */
-  watch(tenantId: string): EventWatch {
+  watch(tenantId: string, types?: readonly string[]): EventWatch {
     let notified = false;
-    let wake: Waker | undefined;
+    let wake: (() => void) | undefined;
+    let debounce: NodeJS.Timeout | undefined;
     const set = this.#waiters.get(tenantId) ?? new Set<Waker>();
     this.#waiters.set(tenantId, set);
-    const waker: Waker = () => {
+    const waker: Waker = (type) => {
+      if (type !== undefined && types !== undefined && !types.includes(type)) return;
       notified = true;
-      wake?.();
+      debounce ??= setTimeout(() => {
+        debounce = undefined;
+        wake?.();
+      }, DEBOUNCE_MS);
     };
     set.add(waker);
     const close = () => {
+      clearTimeout(debounce);
+      debounce = undefined;
       set.delete(waker);
       if (set.size === 0 && this.#waiters.get(tenantId) === set) this.#waiters.delete(tenantId);
       wake?.();
@@ -69,6 +82,8 @@ export class EventNotifications {
       wait: (ms, signal) =>
         new Promise<boolean>((resolve) => {
           if (notified || signal?.aborted) {
+            clearTimeout(debounce); // told already: the pending wake-up is this one
+            debounce = undefined;
             resolve(notified);
             notified = false;
             return;
@@ -96,9 +111,9 @@ export class EventNotifications {
     await client?.end().catch(() => {});
   }
 
-  #wake(tenantId: string): void {
+  #wake(tenantId: string, type: string | undefined): void {
     for (const key of [tenantId, '*']) {
-      for (const waker of [...(this.#waiters.get(key) ?? [])]) waker();
+      for (const waker of [...(this.#waiters.get(key) ?? [])]) waker(type);
     }
   }
 
@@ -109,7 +124,10 @@ export class EventNotifications {
   async #connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.#url, keepAlive: true });
     client.on('notification', (message) => {
-      if (message.channel === CHANNEL && message.payload) this.#wake(message.payload);
+      if (message.channel !== CHANNEL || !message.payload) return;
+      // "<tenant> <type>"; a bare tenant id (a database not yet migrated) wakes every reader.
+      const [tenantId, type] = message.payload.split(' ', 2) as [string, string | undefined];
+      this.#wake(tenantId, type);
     });
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, new Error('event listener connection ended')));

@@ -37,6 +37,21 @@ grant execute on function weld_hidden.lock_webhook_registrations() to weld_admin
 
 reset role;
 
+-- The owner writes them, and section 2 hands them to weld_rules. Run again (graphile-migrate
+-- watch), they are weld_rules' already: dropped as weld_rules first, and written anew.
+do $$
+begin
+  if pg_catalog.pg_get_userbyid((select p.proowner from pg_catalog.pg_proc p
+                                  where p.oid = 'weld_hidden.begin_weld_import()'::regprocedure))
+     = 'weld_rules' then
+    execute 'set role weld_rules';
+    drop function weld_hidden.begin_weld_import(), weld_hidden.analyze_weld_import(),
+                  weld_hidden.emit_weld_import_events();
+    execute 'reset role';
+  end if;
+end
+$$;
+
 create or replace function weld_hidden.begin_weld_import() returns void
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -113,6 +128,59 @@ begin
   grant select, insert, update, delete, truncate
     on pg_temp.weld_import_rows, pg_temp.weld_import_plan, pg_temp.weld_import_errors
     to weld_engineer;
+end
+$$;
+
+create or replace function weld_hidden.analyze_weld_import() returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  analyze pg_temp.weld_import_plan;
+end
+$$;
+
+create or replace function weld_hidden.emit_weld_import_events() returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  tenant uuid := weld_hidden.current_tenant_id();
+  first_id bigint;
+begin
+  create temporary table if not exists weld_bulk_evented () on commit drop;
+  perform pg_advisory_xact_lock(hashtext('weld_public.events'), hashtext(tenant::text));
+  with written as (
+    select 'iso.created' as type, i.id as subject, weld_private.contract_json(to_jsonb(i)) as data,
+           0 as kind_order, p.line
+      from (select distinct on (q.iso_id) q.iso_id, q.line
+              from pg_temp.weld_import_plan q
+             where q.new_iso_line is not null
+             order by q.iso_id, q.line) p
+      join weld_public.isos i on i.tenant_id = tenant and i.id = p.iso_id
+    union all
+    select case p.action when 'create' then 'weld.created' else 'weld.updated' end, w.id,
+           weld_private.weld_json(w), 1, p.line
+      from pg_temp.weld_import_plan p
+      join weld_public.welds w on w.tenant_id = tenant and w.id = p.weld_id
+     where p.action in ('create', 'update')
+  ), inserted as (
+    insert into weld_public.events (tenant_id, type, subject_id, actor_id, data)
+    select tenant, x.type, x.subject, weld_hidden.current_user_id(), x.data
+      from written x
+     order by x.kind_order, x.line
+    returning id
+  )
+  select min(id) into first_id from inserted;
+  if first_id is not null then
+    if coalesce(current_setting('weld.first_event_id', true), '') = '' then
+      perform set_config('weld.first_event_id', first_id::text, true);
+    end if;
+    -- Each type it wrote (it holds the tenant's event lock: the events from first_id are its own).
+    perform pg_notify('weld_events', tenant::text || ' ' || t.type)
+       from (select distinct e.type from weld_public.events e
+              where e.tenant_id = tenant and e.id >= first_id) t;
+  end if;
 end
 $$;
 
@@ -490,6 +558,10 @@ grant select on weld_public.welds, weld_public.isos to weld_rules;
 grant execute on function weld_private.contract_json(jsonb), weld_private.weld_json(weld_public.welds)
   to weld_rules;
 
+grant execute on function weld_hidden.begin_weld_import(), weld_hidden.analyze_weld_import(),
+                          weld_hidden.emit_weld_import_events()
+  to weld_engineer;
+
 do $$
 begin
   if pg_catalog.has_database_privilege('weld_rules', pg_catalog.current_database(), 'TEMP') then
@@ -504,6 +576,38 @@ begin
   end if;
 end
 $$;
+
+--------------------------------------------------------------------------------------------------
+-- 3. Events. A commit wakes only the readers of the types it wrote: the NOTIFY says the type
+-- ("<tenant> <type>", once per type per transaction). A reader of one rare type reads by an
+-- index of its own instead of the whole feed.
+
+create or replace function weld_private.emit_event(
+  tenant uuid, event_type text, subject uuid, data jsonb, change jsonb
+) returns boolean
+  language plpgsql volatile
+as $$
+declare
+  new_id bigint;
+begin
+  perform pg_advisory_xact_lock(hashtext('weld_public.events'), hashtext(tenant::text));
+  if exists (select from weld_private.transaction_event(tenant, split_part(event_type, '.', 1), subject)) then
+    return false;
+  end if;
+  insert into weld_public.events (tenant_id, type, subject_id, actor_id, data, change)
+  values (tenant, event_type, subject, weld_hidden.current_user_id(), data, change)
+  returning id into new_id;
+  if current_setting('weld.first_event_id', true) is null
+     or current_setting('weld.first_event_id', true) = '' then
+    perform set_config('weld.first_event_id', new_id::text, true);
+  end if;
+  -- The type too: readers of other types sleep on (db/event-notifications.ts).
+  perform pg_notify('weld_events', tenant::text || ' ' || event_type);
+  return true;
+end
+$$;
+
+create index if not exists events_type_idx on weld_public.events (tenant_id, type, id);
 
 --------------------------------------------------------------------------------------------------
 revoke create on schema weld_public, weld_hidden, weld_private from weld_rules;

@@ -130,6 +130,8 @@ interface EventRead {
   /** Where the reader continues (see readEvents). */
   next: string;
   rows: EventRow[];
+  /** The page met EVENT_PAGE_BYTES before its count: more events follow at once. */
+  cut: boolean;
 }
 
 interface Filter {
@@ -147,12 +149,19 @@ const cursorExpired = (purgedThrough: string) =>
   });
 
 /**
+ * What one page may hold: its events' data and change, as JSON, up to this many bytes (always at
+ * least one event). A thousand NDT records of a thousand welds each would otherwise be a page of
+ * a gigabyte, held in memory while it is read and sent.
+ */
+export const EVENT_PAGE_BYTES = 1024 * 1024;
+
+/**
  * One read in one transaction: the newest event id first (the head), then up to `limit` events
- * after the cursor, then the purge watermark (read after the page, so a purge that ran before or
- * during the read is seen). `next` is where the reader continues: the last event read, or, when
- * the page is not full, the head read before it; ids follow commit order, so every event at or
- * below that head was visible to the page read, and a filtered reader moves past what it does not
- * want instead of scanning it again.
+ * after the cursor (fewer when they pass EVENT_PAGE_BYTES), then the purge watermark (read after
+ * the page, so a purge that ran before or during the read is seen). `next` is where the reader
+ * continues: the last event read, or, when the page is not full, the head read before it; ids
+ * follow commit order, so every event at or below that head was visible to the page read, and a
+ * filtered reader moves past what it does not want instead of scanning it again.
  */
 async function readEvents(
   db: pg.PoolClient,
@@ -165,19 +174,29 @@ async function readEvents(
   );
   const head = heads[0]!.head;
   const cursor = after === 'now' ? head : (after ?? '0');
-  const { rows } = await db.query<EventRow>(
+  // The running size counts each event's JSON; an event is taken while the page before it is
+  // under the budget. `fetched` tells a page cut by size from one that ran out of events.
+  const { rows: sized } = await db.query<EventRow & { fetched: number }>(
     prepared(
-      `select e.id::text as id, e.type, e.subject_id as "subjectId", e.actor_id as "actorId",
-              e.occurred_at as "occurredAt", e.data, e.change
-         from weld_public.events e
-        where e.id > $1::bigint
-          and ($2::text[] is null or e.type = any($2::text[]))
-          and ($3::uuid is null or e.subject_id = $3::uuid)
-        order by e.id
-        limit $4`,
-      [cursor, filter.types ?? null, filter.subjectId ?? null, limit],
+      `select x.id::text as id, x.type, x.subject_id as "subjectId", x.actor_id as "actorId",
+              x.occurred_at as "occurredAt", x.data, x.change, x.fetched
+         from (select e.*, count(*) over () as fetched,
+                      sum(octet_length(e.data::text) + coalesce(octet_length(e.change::text), 0))
+                        over (order by e.id rows unbounded preceding) as running,
+                      octet_length(e.data::text) + coalesce(octet_length(e.change::text), 0) as bytes
+                 from (select e.* from weld_public.events e
+                        where e.id > $1::bigint
+                          and ($2::text[] is null or e.type = any($2::text[]))
+                          and ($3::uuid is null or e.subject_id = $3::uuid)
+                        order by e.id
+                        limit $4) e) x
+        where x.running - x.bytes < $5
+        order by x.id`,
+      [cursor, filter.types ?? null, filter.subjectId ?? null, limit, EVENT_PAGE_BYTES],
     ),
   );
+  const cut = sized.length > 0 && sized.length < Number(sized[0]!.fetched);
+  const rows: EventRow[] = sized.map(({ fetched: _fetched, ...row }) => row);
   if (after !== undefined && after !== 'now') {
     const { rows: purged } = await db.query<{ purged: string }>(
       prepared(
@@ -189,8 +208,8 @@ async function readEvents(
     if (purged[0]) throw cursorExpired(purged[0].purged);
   }
   const last = rows.at(-1)?.id ?? cursor;
-  const next = rows.length < limit && BigInt(head) > BigInt(last) ? head : last;
-  return { after: cursor, next, rows };
+  const next = rows.length < limit && !cut && BigInt(head) > BigInt(last) ? head : last;
+  return { after: cursor, next, rows, cut };
 }
 
 /** Aborts when the client goes away (a long-poll or a stream then stops at once). */
@@ -269,7 +288,7 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
       const giveBack = q.wait > 0 ? takePlace(req, res) : undefined;
       const gone = clientGone(req, res);
       // Watch before the first read: a commit between the read and the wait still wakes us.
-      const watch = q.wait > 0 ? options.notifications.watch(req.tenant!.id) : undefined;
+      const watch = q.wait > 0 ? options.notifications.watch(req.tenant!.id, q.types) : undefined;
       try {
         let after = q.after;
         for (;;) {
@@ -308,7 +327,7 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
       // away during the first read still gives its place back.
       const giveBack = takePlace(req, res);
       const gone = clientGone(req, res);
-      const watch = options.notifications.watch(req.tenant!.id);
+      const watch = options.notifications.watch(req.tenant!.id, parsed.data.types);
       let expiry: NodeJS.Timeout | undefined;
       let cursor = '0';
       try {
@@ -343,7 +362,7 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
             res.write(`id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(row)}\n\n`);
           }
           cursor = read.next; // past what the filter skipped, too
-          const behind = read.rows.length === STREAM_PAGE;
+          const behind = read.rows.length === STREAM_PAGE || read.cut;
           replayed = behind ? replayed + read.rows.length : 0;
           if (replayed >= maxReplay) {
             resync(res, cursor, `more than ${maxReplay} events behind`);
@@ -386,7 +405,7 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
 /** Items and the cursor to read on; a full page says more may be ready (Link rel=next). */
 function sendEvents(req: Request, res: Response, read: EventRead, limit: number): void {
   const items = read.rows.slice(0, limit);
-  const more = read.rows.length > limit;
+  const more = read.rows.length > limit || read.cut;
   const nextCursor = more ? items.at(-1)!.id : read.next;
   if (more) {
     const query = new URLSearchParams(req.query as Record<string, string>);

@@ -63,6 +63,8 @@ const STATUS_TITLES: Record<number, string> = {
 
 export const problems = {
   notFound: (detail: string) => new HttpProblem(404, { detail }),
+  /** about:blank: the request itself cannot be read (not UTF-8, nested too deep). */
+  badRequest: (detail: string) => new HttpProblem(400, { detail }),
   unknownTenant: () =>
     new HttpProblem(404, {
       type: '/problems/unknown-tenant',

@@ -6,6 +6,7 @@
 // authenticated unsafe requests the CSRF check (403); for routes that take a body, 415 unless it
 // is JSON, 413 when too large, 400 when malformed. A path parameter that is no valid percent-
 // encoding (/welds/%ZZ) names nothing: 404.
+import { isUtf8 } from 'node:buffer';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { HttpProblem, problems } from './problem.ts';
 import { authenticate, type Verifier } from './session.ts';
@@ -66,7 +67,41 @@ export function mount(
   return router;
 }
 
-/** 415 for a body that is not JSON, then express's parser (413 too large, 400 malformed). */
+/**
+ * How deep a JSON body (a GraphQL request's variables included) may nest. The deepest the
+ * contract takes is an NDT record's film interval's welds, four levels down; recursive code further
+ * on (GraphQL's input coercion) must never meet 20,000.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Why a parsed body may not be taken, if it may not: nested past MAX_JSON_DEPTH, or a string that
+ * is not Unicode text (a lone surrogate, which JSON's \u escapes can spell in valid UTF-8 and which
+ * PostgreSQL would store as U+FFFD). Iterative: the body's own depth cannot overflow the stack.
+ */
+export function jsonBodyProblem(body: unknown): string | undefined {
+  const stack: Array<[unknown, number]> = [[body, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed())
+        return 'A string of the body is not Unicode text (a lone surrogate).';
+    } else if (typeof value === 'object' && value !== null) {
+      if (depth > MAX_JSON_DEPTH) return `The body nests deeper than ${MAX_JSON_DEPTH} levels.`;
+      for (const [key, item] of Object.entries(value)) {
+        if (!key.isWellFormed()) return 'A key of the body is not Unicode text (a lone surrogate).';
+        stack.push([item, depth + 1]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * 415 for a body that is not JSON, then express's parser (413 too large, 400 malformed), then 400
+ * for a body that is not UTF-8 (express would read it with U+FFFD in place of the bad bytes), too
+ * deep, or holding a lone surrogate.
+ */
 function jsonBody(limit: number): RequestHandler[] {
   const requireJson: RequestHandler = (req, _res, next) => {
     const hasBody =
@@ -79,5 +114,20 @@ function jsonBody(limit: number): RequestHandler[] {
     }
     next();
   };
-  return [requireJson, express.json({ limit, type: ['application/json', 'application/*+json'] })];
+  const notUtf8 = new WeakSet<object>();
+  const parse = express.json({
+    limit,
+    type: ['application/json', 'application/*+json'],
+    // The raw bytes, before they are decoded: only here can bad UTF-8 be told from U+FFFD.
+    verify: (req, _res, raw) => {
+      if (!isUtf8(raw)) notUtf8.add(req);
+    },
+  });
+  const requireText: RequestHandler = (req, _res, next) => {
+    if (notUtf8.has(req)) throw problems.badRequest('The request body is not UTF-8 text.');
+    const problem = req.body === undefined ? undefined : jsonBodyProblem(req.body);
+    if (problem) throw problems.badRequest(problem);
+    next();
+  };
+  return [requireJson, parse, requireText];
 }

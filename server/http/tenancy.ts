@@ -26,25 +26,53 @@ declare global {
  */
 export type TrustProxy = false | number | string[];
 
-/** How long an answer is reused: tenants change rarely; a new origin should work at once. */
+/**
+ * How long an answer is reused: tenants change rarely; a new origin should work at once. A Host
+ * that names no tenant is remembered as unknown for a moment, and the lookups of Hosts not seen
+ * before are rationed: a flood of made-up Hosts costs the database at most MISS_LOOKUPS_PER_SECOND
+ * queries (past that, an unknown Host is 404 without one), and never evicts the origins in use.
+ */
 const FOUND_TTL_MS = 30_000;
 const NOT_FOUND_TTL_MS = 2_000;
-const MAX_ENTRIES = 10_000;
+const MAX_NOT_FOUND = 10_000;
+export const MISS_LOOKUPS_PER_SECOND = 20;
 
 export function tenantResolver(pool: pg.Pool): RequestHandler {
-  const cache = new Map<string, { tenant: Tenant | undefined; expires: number }>();
+  const found = new Map<string, { tenant: Tenant; expires: number }>();
+  const notFound = new Map<string, number>();
+  // A token bucket: MISS_LOOKUPS_PER_SECOND lookups of unknown Hosts a second, as many at once.
+  let tokens = MISS_LOOKUPS_PER_SECOND;
+  let refilledAt = Date.now();
+  const mayLookUp = (now: number) => {
+    tokens = Math.min(
+      MISS_LOOKUPS_PER_SECOND,
+      tokens + ((now - refilledAt) / 1000) * MISS_LOOKUPS_PER_SECOND,
+    );
+    refilledAt = now;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
 
   async function lookup(origin: string): Promise<Tenant | undefined> {
     const now = Date.now();
-    const cached = cache.get(origin);
-    if (cached && cached.expires > now) return cached.tenant;
+    const known = found.get(origin);
+    if (known && known.expires > now) return known.tenant;
+    if ((notFound.get(origin) ?? 0) > now) return undefined;
+    // An origin served before is looked up again whatever the flood; a new one, while tokens last.
+    if (!known && !mayLookUp(now)) return undefined;
     const { rows } = await pool.query<Tenant>(
       'select id, slug, name from weld_hidden.tenant_by_origin($1)',
       [origin],
     );
     const tenant = rows[0];
-    if (cache.size >= MAX_ENTRIES) cache.clear();
-    cache.set(origin, { tenant, expires: now + (tenant ? FOUND_TTL_MS : NOT_FOUND_TTL_MS) });
+    if (tenant) {
+      found.set(origin, { tenant, expires: now + FOUND_TTL_MS });
+    } else {
+      found.delete(origin);
+      if (notFound.size >= MAX_NOT_FOUND) notFound.clear();
+      notFound.set(origin, now + NOT_FOUND_TTL_MS);
+    }
     return tenant;
   }
 

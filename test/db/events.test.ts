@@ -1207,7 +1207,7 @@ test('order: 8 concurrent writers with interleaved commits, one reader of id > c
 //------------------------------------------------------------------------------------------------
 // Wake-ups
 
-test('NOTIFY weld_events: the tenant id after a commit that wrote events, one per transaction, and nothing for a rolled-back one (notifications arrive in commit order)', async (t) => {
+test('NOTIFY weld_events: "<tenant> <type>" after a commit that wrote events, once per type per transaction, and nothing for a rolled-back one (notifications arrive in commit order)', async (t) => {
   const s = await setup(t);
   const { a, b } = s;
   const listener = await connectClient(s.target.authenticatorUrl);
@@ -1239,17 +1239,23 @@ test('NOTIFY weld_events: the tenant id after a commit that wrote events, one pe
   // B's commit comes after A's rollback: had the rollback notified, that would arrive first.
   await commitIn(b);
   await until(1);
-  t.deepEqual(received, [b.tenantId]);
+  t.deepEqual(received, [`${b.tenantId} iso.updated`]);
 
-  // Three changes in one transaction: one notification.
+  // Four changes of three types in one transaction: one notification per type.
   await s.as(a, 'engineer', async (c) => {
     await c.query(`update weld_public.isos set area = 'y' where id = $1`, [a.isoId]);
     await c.query(`update weld_public.welders set name = 'Z' where id = $1`, [a.welderId]);
     await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-N', 'L')`);
+    await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-O', 'L')`);
   });
   await commitIn(b);
-  await until(3);
-  t.deepEqual(received, [b.tenantId, a.tenantId, b.tenantId]);
+  await until(5);
+  t.deepEqual(received.slice(1, 4).sort(), [
+    `${a.tenantId} iso.created`,
+    `${a.tenantId} iso.updated`,
+    `${a.tenantId} welder.updated`,
+  ]);
+  t.deepEqual(received.slice(4), [`${b.tenantId} iso.updated`], 'in commit order');
 });
 
 //------------------------------------------------------------------------------------------------

@@ -18,14 +18,14 @@ export interface HttpRequest {
   /** The Host header; defaults to the address connected to. */
   host?: string;
   headers?: Record<string, string>;
-  /** A string is sent as is; anything else as JSON with Content-Type application/json. */
+  /** A string or Buffer is sent as is; anything else as JSON with Content-Type application/json. */
   body?: unknown;
 }
 
 export function request(port: number, req: HttpRequest): Promise<HttpResponse> {
   const headers: Record<string, string> = { ...req.headers };
-  let payload: string | undefined;
-  if (typeof req.body === 'string') payload = req.body;
+  let payload: string | Buffer | undefined;
+  if (typeof req.body === 'string' || Buffer.isBuffer(req.body)) payload = req.body;
   else if (req.body !== undefined) {
     payload = JSON.stringify(req.body);
     headers['content-type'] ??= 'application/json';

@@ -79,10 +79,12 @@ async function eventsAfter(c: Client, after: string, query = ''): Promise<Json[]
   const events: Json[] = [];
   let cursor = after;
   for (;;) {
-    const page = ok(await c.get(`/events?after=${cursor}&limit=1000${query}`));
+    const res = await c.get(`/events?after=${cursor}&limit=1000${query}`);
+    const page = ok(res);
     events.push(...page.items);
     cursor = page.nextCursor;
-    if (page.items.length < 1000) return events;
+    // A page is cut by its count or by its size (1 MiB of events): Link rel=next says which.
+    if (!res.headers.link) return events;
   }
 }
 
@@ -682,4 +684,37 @@ test('a filtered reader moves past what it does not want; a long-poll does not o
   ok(await w.a.engineer.patch(`/isos/${iso.id}`, { area: 'after the logout' }));
   const answer = await poll;
   t.is(answer.status, 401, 'what committed after the logout is not shown');
+});
+
+test('a page holds at most 1 MiB of events: eight of 300 kB come four at a time, with Link rel=next, none lost or repeated', async (t) => {
+  const w = await world(t);
+  const start = await head(w.a.viewer);
+  const tenant = (
+    await w.owner.query<{ id: string }>("select id from weld_public.tenants where slug = 'alpha'")
+  ).rows[0]!.id;
+  // Big events, as a DBA could write them (an NDT record of thousands of welds is as big).
+  for (let i = 0; i < 8; i++) {
+    await w.owner.query(
+      `insert into weld_public.events (tenant_id, type, subject_id, data)
+       values ($1, 'ndt_record.updated', gen_random_uuid(), jsonb_build_object('notes', repeat('x', 300000)))`,
+      [tenant],
+    );
+  }
+  const first = await w.a.viewer.get(`/events?after=${start}&limit=1000`);
+  const page = ok(first);
+  t.is(page.items.length, 4, 'the fifth would pass 1 MiB');
+  t.is(page.nextCursor, page.items[3].id);
+  t.regex(String(first.headers.link), /rel="next"/);
+  t.true(first.text.length < 1.5 * 1024 * 1024);
+  const all = await eventsAfter(w.a.viewer, start);
+  t.is(all.length, 8);
+  t.is(new Set(all.map((e: Json) => e.id)).size, 8);
+  // One event larger than the budget still comes, alone.
+  await w.owner.query(
+    `insert into weld_public.events (tenant_id, type, subject_id, data)
+     values ($1, 'ndt_record.updated', gen_random_uuid(), jsonb_build_object('notes', repeat('y', 1200000)))`,
+    [tenant],
+  );
+  const big = ok(await w.a.viewer.get(`/events?after=${all.at(-1).id}`));
+  t.is(big.items.length, 1);
 });

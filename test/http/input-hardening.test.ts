@@ -6,6 +6,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { addTenant } from '../../db/tenants.ts';
 import { databaseProblem } from '../../server/http/problem.ts';
+import { MISS_LOOKUPS_PER_SECOND } from '../../server/http/tenancy.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
@@ -227,4 +228,89 @@ test('a blank reason is no reason, a status reason is bounded over GraphQL too, 
   });
   t.is(engineer.json.errors?.[0]?.extensions?.code, '/problems/validation-failed', engineer.text);
   t.is((await w.call('GET', `/welds/${w.weld}`, w.engineer)).json.status, 'ACCEPTED');
+});
+
+test('a body that is not UTF-8, holds a lone surrogate or nests too deep is 400 and writes nothing, over REST and GraphQL alike', async (t) => {
+  const w = await world(t);
+  const before = await w.count('weld_public.welds');
+  const json = { 'content-type': 'application/json' };
+  const post = (path: string, body: string | Buffer) =>
+    w.call('POST', path, w.engineer, body, json);
+  // Bytes that are not UTF-8 (Latin-1 for "Größe"), which express would store as U+FFFD.
+  const latin1 = Buffer.concat([
+    Buffer.from(`{"isoId":"${w.iso}","weldNumber":"Gr`),
+    Buffer.from([0xf6, 0xdf, 0x65]),
+    Buffer.from('","type":"BW","size":2}'),
+  ]);
+  let res = await post('/welds', latin1);
+  refused(t, res, 400, 'about:blank');
+  t.regex(res.json.detail, /not UTF-8 text/);
+  // Valid UTF-8, but a \ud800 escape: no Unicode text.
+  res = await post('/welds', `{"isoId":"${w.iso}","weldNumber":"W\\ud800","type":"BW","size":2}`);
+  refused(t, res, 400, 'about:blank');
+  t.regex(res.json.detail, /lone surrogate/);
+  // GraphQL: the same, and a variable nested 20,000 deep (it overflowed the stack before).
+  const deep = `${'['.repeat(20_000)}1${']'.repeat(20_000)}`;
+  res = await post(
+    '/graphql',
+    `{"query":"query($v: JSON) { __typename }","variables":{"v":${deep}}}`,
+  );
+  refused(t, res, 400, 'about:blank');
+  t.regex(res.json.detail, /nests deeper than 32 levels/);
+  res = await post(
+    '/graphql',
+    Buffer.concat([
+      Buffer.from('{"query":"{ __typename }","x":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}'),
+    ]),
+  );
+  refused(t, res, 400, 'about:blank');
+  t.is(await w.count('weld_public.welds'), before);
+  // What a client may send stays fine: UTF-8 beyond ASCII, and a body 30 levels deep is only JSON.
+  res = await post(
+    '/welds',
+    JSON.stringify({ isoId: w.iso, weldNumber: 'Größe-1', type: 'BW', size: 2 }),
+  );
+  t.is(res.status, 201, res.text);
+  t.is(res.json.weldNumber, 'Größe-1');
+});
+
+test('made-up Hosts by the thousand cost the database a rationed few lookups; known origins keep answering', async (t) => {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await addTenant(owner, { slug: 'hard', origins: [`http://${HOST}`] });
+  const { port, pool } = await startServer(t, target);
+  // Count the tenant lookups the server sends its (real) pool.
+  let lookups = 0;
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as { query: unknown }).query = (...args: unknown[]) => {
+    if (String(args[0]).includes('tenant_by_origin')) lookups++;
+    return query(...args);
+  };
+  t.is(
+    (await request(port, { path: '/auth/csrf', host: HOST })).status,
+    401,
+    'the tenant is known',
+  );
+  t.is(lookups, 1);
+  const started = Date.now();
+  let unknown = 0;
+  for (let batch = 0; batch < 20; batch++) {
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        request(port, { path: '/auth/csrf', host: `flood-${batch}-${i}.test` }),
+      ),
+    );
+    unknown += answers.filter(
+      (a) => a.status === 404 && a.json.type === '/problems/unknown-tenant',
+    ).length;
+  }
+  const seconds = (Date.now() - started) / 1000;
+  t.is(unknown, 1000, 'each made-up Host is an unknown tenant');
+  const allowed = MISS_LOOKUPS_PER_SECOND * (1 + Math.ceil(seconds));
+  t.true(lookups - 1 <= allowed, `${lookups - 1} lookups for 1,000 Hosts in ${seconds} s`);
+  t.true(lookups - 1 >= 1, 'a Host never seen is looked up while the ration lasts');
+  t.is((await request(port, { path: '/auth/csrf', host: HOST })).status, 401, 'still known');
 });
