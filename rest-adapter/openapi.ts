@@ -46,7 +46,7 @@ import {
   WithdrawBody,
   WpsChecks,
 } from './code-rules.ts';
-import { Event, EventPage, EventQuery, EventStreamQuery } from './events.ts';
+import { Event, EVENT_PAGE_BYTES, EventPage, EventQuery, EventStreamQuery } from './events.ts';
 import {
   ExaminationHistoryPage,
   HISTORIES,
@@ -384,6 +384,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/too-many-login-attempts | 429 | login throttled; Retry-After says when to try again |
 | /problems/cursor-expired | 410 | GET /events: events after this cursor have been purged (EVENT_RETENTION_DAYS); \`purgedThrough\` is the last purged id: read the resources again, then follow from after=now |
 | /problems/too-many-streams | 429 | GET /events/stream or a waiting GET /events: this user already holds the most streams and waiting long-polls allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
+| /problems/import-conflict | 409 | POST /imports/welds: welds of the file changed between its check and its write (a PATCH meanwhile); nothing was imported; \`errors\` names their lines, \`errorCount\` counts them |
 | /problems/import-invalid | 422 | POST /imports/welds: the file has errors and nothing was imported; \`errors\` lists the first ${MAX_IMPORT_ERRORS} ({line, column, value, detail}, line 1 being the header) and \`errorCount\` counts them all |
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/query-too-large | 400 | GraphQL: a query text over 50,000 characters or 1,000 fields, or over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
@@ -662,7 +663,7 @@ function eventPaths(): Record<string, unknown> {
       get: {
         summary: 'Read the change feed, oldest first (with `wait`: long-poll)',
         description:
-          `${EVENTS} Pages hold up to ${EVENT_PAGE_SIZE.max} events; a full page has a Link rel=next. With wait > 0 and ` +
+          `${EVENTS} Pages hold up to ${EVENT_PAGE_SIZE.max} events and at most ${EVENT_PAGE_BYTES / 1024 / 1024} MiB of their JSON (at least one event); a page after which more follow at once (full, or cut by its size) has a Link rel=next. With wait > 0 and ` +
           'no event after the cursor, the answer waits until one commits (it is sent at once then) or the seconds pass ' +
           '(an empty page). A page with fewer events than `limit` (with types or subjectId: none at all) has as ' +
           'nextCursor the newest event id at the time of the read, so a filtered reader moves past what it does not ' +
@@ -930,8 +931,10 @@ const REGISTER_COLUMNS_TEXT =
   'wallThickness (inches), material, welderStamp, wpsNumber and wpsRevision (the revision may be ' +
   'left out when the WPS has one), weldedOn (YYYY-MM-DD, 1900-01-01 to 2200-12-31, not after an ' +
   'examination of the weld), baseMetal1PNumber and baseMetal2PNumber (ASME IX P-numbers: 1, 5A, ' +
-  '8). status, repairCycle and version, which ' +
-  'the export adds, are accepted and ignored: the lifecycle owns them. A column the file lacks ' +
+  '8). status and repairCycle, which the export adds, are accepted and ignored: the lifecycle owns ' +
+  'them. version, which it adds too, is checked: a weld the file changes must still be at that ' +
+  'version (else an error on its line: it changed since the export); an empty cell skips the check. ' +
+  'A column the file lacks ' +
   "leaves existing welds' values as they are; an empty cell clears an optional value. Type and size " +
   'are required for a new weld. Values are trimmed; type, schedule and P-numbers are case-insensitive.';
 
@@ -953,7 +956,10 @@ function importPaths(): Record<string, unknown> {
           'updated in one transaction, each changed weld is one event (weld.created, weld.updated; ' +
           'iso.created per new ISO), and the import is recorded (GET /imports). A weld the file gives as ' +
           'it is counts as unchanged and is not written. dryRun=true checks and counts and writes nothing. ' +
-          'The body may be up to IMPORT_MAX_BYTES (default 50 MB).',
+          'The body may be up to IMPORT_MAX_BYTES (default 50 MB).\n\n' +
+          'No lost update: imports of a tenant take turns from their check to their commit, and the ' +
+          'write changes only welds still at the version it checked; one changed in between (a PATCH ' +
+          'meanwhile) is 409 /problems/import-conflict naming its line, and nothing is written.',
         parameters: queryParameters(importQuery),
         requestBody: {
           required: true,
@@ -977,9 +983,15 @@ function importPaths(): Record<string, unknown> {
             ...content('ImportDryRun'),
           },
           '403': problem('below engineer (/problems/role-not-allowed), or the CSRF check failed'),
-          '409': problem(
-            'another request changed the same welds or packages meanwhile (/problems/conflict, /problems/concurrent-change, /problems/state-conflict); nothing was written',
-          ),
+          '409': {
+            description:
+              'welds of the file changed between its check and its write (/problems/import-conflict, naming their lines), or another request changed the same ISOs or packages meanwhile (/problems/conflict, /problems/concurrent-change, /problems/state-conflict); nothing was written',
+            content: {
+              'application/problem+json': {
+                schema: { anyOf: [ref('ImportInvalidProblem'), ref('Problem')] },
+              },
+            },
+          },
           '413': problem('the file is larger than IMPORT_MAX_BYTES'),
           '415': problem('the body is not text/csv in UTF-8'),
           '422': {
