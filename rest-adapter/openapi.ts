@@ -653,7 +653,7 @@ function eventPaths(): Record<string, unknown> {
   const webhookProblems = {
     '403': problem('your role may not manage webhooks (admins only), or the CSRF check failed'),
     '422': problem(
-      'a bad field, named in errors (the url: http or https, no credentials, and no loopback, private or link-local address unless WEBHOOK_ALLOW_PRIVATE=true)',
+      'a bad field, named in errors (the url: http or https, no credentials, no special-use name such as localhost or *.local, and an address in it must be globally routable: no range of the IANA special-purpose registries and none of the service\u2019s own addresses)',
     ),
   };
   const webhookId = { ...idParam, description: 'the webhook' };
@@ -804,7 +804,7 @@ function eventPaths(): Record<string, unknown> {
     '/webhooks/{id}/test': {
       post: {
         summary: 'Send a test message (webhook.test) now',
-        description: `Sends one signed webhook.test message at once, whatever the endpoint's state, and answers with the attempt (also in its deliveries).${admin}`,
+        description: `Sends one signed webhook.test message at once, whatever the endpoint's state, and answers with the attempt (also in its deliveries): the receiver's HTTP status and how long it took, never its body. An attempt without an HTTP answer (an address the rules refuse, a name that does not resolve, a refused or reset connection, a timeout) is one outcome, answered when WEBHOOK_TIMEOUT_MS has passed, whatever happened sooner.${admin}`,
         parameters: [webhookId],
         responses: {
           '200': { description: 'the attempt and the answer', ...content('WebhookDelivery') },
@@ -816,7 +816,7 @@ function eventPaths(): Record<string, unknown> {
     '/webhooks/{id}/deliveries': {
       get: {
         summary: "The endpoint's delivery attempts, newest first",
-        description: `Every attempt (retries too) with the status, the first 1,000 characters of the answer or the error, and the time it took; kept EVENT_RETENTION_DAYS.${admin}`,
+        description: `Every attempt (retries too) with the status and the time it took, or the one outcome of an attempt without an answer; kept EVENT_RETENTION_DAYS. The receiver's body is neither kept nor shown.${admin}`,
         parameters: [webhookId, ...queryParameters(DeliveryListQuery)],
         responses: {
           '200': { ...page, ...content('WebhookDeliveryPage') },
@@ -863,7 +863,7 @@ function eventWebhooks(): Record<string, unknown> {
     '2XX': { description: 'delivered: the next event follows' },
     default: {
       description:
-        'not delivered: retried with the same webhook-id after 5 s, then doubling up to an hour between tries (WEBHOOK_RETRY_BASE_MS); after WEBHOOK_GIVE_UP_HOURS (24) of failures the endpoint is disabled with the reason. Later events wait: each endpoint receives its events in order. Redirects are not followed; no answer within WEBHOOK_TIMEOUT_MS (10 s) is a failure.',
+        'not delivered: retried with the same webhook-id after 5 s, then doubling up to an hour between tries (WEBHOOK_RETRY_BASE_MS); after WEBHOOK_GIVE_UP_HOURS (24) of failures the endpoint is disabled with the reason. Later events wait: each endpoint receives its events in order. Redirects are not followed; no answer within WEBHOOK_TIMEOUT_MS (10 s) is a failure. Only the status is read: the body of the answer is not.',
     },
   };
   const message = (type: string, data: unknown) => ({

@@ -9,6 +9,7 @@
 //   DELETE /webhooks/{id}               204
 //   POST   /webhooks/{id}/rotate-secret a new secret, shown once; the old one stops at once
 //   POST   /webhooks/{id}/test          sends a webhook.test message now and answers with the attempt
+//                                       (its status and time; never the receiver's body)
 //   GET    /webhooks/{id}/deliveries    every attempt with its answer, newest first
 //
 // Not a generic resource (resource.ts): its create answers with a secret, which must never be
@@ -20,6 +21,7 @@ import { prepared } from '../db/database.ts';
 import { EVENT_TYPES } from '../db/vocabulary.ts';
 import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
+import type { TargetRules } from '../server/http/webhook-address.ts';
 import {
   deliverWebhook,
   newWebhookSecret,
@@ -108,9 +110,16 @@ export const WebhookDelivery = z
     eventType: z.string(),
     attempt: z.number().int().describe('1 for the first try of this message'),
     status: z.number().int().nullable().describe("the endpoint's HTTP status; null: no answer"),
-    response: z.string().nullable().describe('the first 1,000 characters of the answer'),
-    error: z.string().nullable().describe('why there was no usable answer (timeout, refused, ...)'),
-    durationMs: z.number().int(),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        'null when the endpoint answered; else one outcome for every failure without an HTTP answer (an address the rules refuse, a refused or reset connection, a timeout): the service does not tell which',
+      ),
+    durationMs: z
+      .number()
+      .int()
+      .describe('how long the answer took; WEBHOOK_TIMEOUT_MS when there was none'),
     attemptedAt: z.iso.datetime(),
   })
   .describe('One attempt to deliver a message to an endpoint.');
@@ -139,21 +148,24 @@ const SELECT = `select r.id, r.url, r.event_types as "eventTypes", r.description
   from weld_hidden.webhooks r`;
 
 const DELIVERY_SELECT = `select d.id::text as id, d.message_id as "messageId",
-  d.event_id::text as "eventId", d.event_type as "eventType", d.attempt, d.status, d.response,
-  d.error, d.duration_ms as "durationMs", d.attempted_at as "attemptedAt"
+  d.event_id::text as "eventId", d.event_type as "eventType", d.attempt, d.status, d.error, d.duration_ms as "durationMs", d.attempted_at as "attemptedAt"
   from weld_hidden.webhook_deliveries d`;
 
 const notFound = () => problems.notFound('No such webhook.');
 
-export interface WebhookOptions {
-  allowPrivate: boolean;
+export interface WebhookOptions extends TargetRules {
   timeoutMs: number;
 }
 
-/** Refuses a URL that may not be an endpoint; one that may is stored as URL normalizes it. */
-function checkUrl(url: string | undefined, allowPrivate: boolean): void {
+/**
+ * Refuses a URL that may not be an endpoint, as far as its text shows (an address in it is
+ * checked here; a name is resolved and checked at each delivery, so that a registration is no
+ * way to ask this service's resolver what a name means). One that may is stored as URL
+ * normalizes it.
+ */
+function checkUrl(url: string | undefined, rules: TargetRules): void {
   if (url === undefined) return;
-  const problem = webhookUrlProblem(url, allowPrivate);
+  const problem = webhookUrlProblem(url, rules);
   if (problem) throw problems.validation([{ pointer: '/url', detail: problem }]);
 }
 
@@ -179,7 +191,7 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       body: true,
       handler: async (req, res) => {
         const body = parse(WebhookCreate, req.body, 'body');
-        checkUrl(body.url, options.allowPrivate);
+        checkUrl(body.url, options);
         const secret = newWebhookSecret();
         const item = await inDatabase(pool, req, async (db) => {
           // Registrations of one tenant queue here, so concurrent ones cannot pass the count.
@@ -255,7 +267,7 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const body = parse(WebhookPatch, req.body, 'body');
-        checkUrl(body.url, options.allowPrivate);
+        checkUrl(body.url, options);
         const expected = expectedVersion(req);
         const item = await inDatabase(pool, req, async (db) => {
           const { rows } = await db.query<{ version: number }>(
@@ -338,27 +350,25 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
           occurredAt: new Date().toISOString(),
           data: { webhookId: id },
         });
-        // Sent outside any transaction: a slow endpoint holds no database connection.
+        // Sent outside any transaction: a slow endpoint holds no database connection. The answer
+        // is the status and the time, or the one outcome of every failure; the cause is logged.
         const answer = await deliverWebhook(
           { url: endpoint.url, secret: endpoint.secret, messageId, body },
-          options,
+          {
+            ...options,
+            onFailure: (cause) =>
+              req.log.info({ webhookId: id, cause }, 'webhook test message got no answer'),
+          },
         );
         const delivery = await inDatabase(pool, req, async (db) => {
           const { rows } = await db.query<Record<string, unknown>>(
             prepared(
               `with d as (
                  insert into weld_hidden.webhook_deliveries
-                   (webhook_id, message_id, event_type, attempt, status, response, error, duration_ms)
-                 values ($1, $2, 'webhook.test', 1, $3, $4, $5, $6) returning *)
+                   (webhook_id, message_id, event_type, attempt, status, error, duration_ms)
+                 values ($1, $2, 'webhook.test', 1, $3, $4, $5) returning *)
                ${DELIVERY_SELECT.replace('weld_hidden.webhook_deliveries d', 'd')}`,
-              [
-                id,
-                messageId,
-                answer.status ?? null,
-                answer.response ?? null,
-                answer.error ?? null,
-                answer.durationMs,
-              ],
+              [id, messageId, answer.status ?? null, answer.error ?? null, answer.durationMs],
             ),
           );
           return rows[0];

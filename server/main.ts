@@ -88,6 +88,12 @@ async function main(): Promise<void> {
     onError: (error) => logger.warn({ err: error }, 'event listener connection failed'),
   });
   await notifications.start();
+  if (config.webhooks.allowPrivate) {
+    logger.warn(
+      'WEBHOOK_ALLOW_PRIVATE=true: webhooks may reach any address, this machine included ' +
+        '(the quick start only)',
+    );
+  }
   const webhookWorker =
     config.webhooks.concurrency > 0
       ? startWebhookWorker(pool, notifications, logger, config.webhooks)

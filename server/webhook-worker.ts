@@ -17,10 +17,10 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { EventNotifications } from '../db/event-notifications.ts';
 import type { Logger } from './http/log.ts';
+import type { TargetRules } from './http/webhook-address.ts';
 import { deliverWebhook } from './http/webhook-delivery.ts';
 
-export interface WebhookWorkerOptions {
-  allowPrivate: boolean;
+export interface WebhookWorkerOptions extends TargetRules {
   timeoutMs: number;
   /** The first retry's delay; each further one doubles, up to an hour. */
   retryBaseMs: number;
@@ -81,11 +81,19 @@ export function startWebhookWorker(
     });
     const answer = await deliverWebhook(
       { url: job.url, secret: job.secret, messageId: job.event_id, body },
-      options,
+      {
+        ...options,
+        // The cause stays here: the endpoint's admin sees one outcome for every failure.
+        onFailure: (cause) =>
+          logger.info(
+            { tenantId: job.tenant_id, webhookId: job.webhook_id, cause },
+            'webhook delivery got no answer',
+          ),
+      },
     );
     const retryMs = retryDelayMs(job.attempt + 1, options.retryBaseMs);
     await pool.query(
-      'select weld_hidden.finish_webhook_delivery($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      'select weld_hidden.finish_webhook_delivery($1, $2, $3, $4, $5, $6, $7, $8, $9)',
       [
         job.tenant_id,
         job.webhook_id,
@@ -93,7 +101,6 @@ export function startWebhookWorker(
         job.event_id,
         answer.status ?? null,
         answer.durationMs,
-        answer.response ?? null,
         answer.error ?? null,
         retryMs,
         options.giveUpHours * 3600,

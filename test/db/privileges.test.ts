@@ -147,7 +147,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     // The webhook worker's and the housekeeping's (events, 000010): the server's, across tenants.
     'weld_hidden.claim_webhook_deliveries(instance text, lease_seconds integer, max_endpoints integer)':
       server(owner),
-    'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, answer text, failure text, retry_after_ms integer, give_up_seconds integer)':
+    'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, failure text, retry_after_ms integer, give_up_seconds integer)':
       server(owner),
     'weld_hidden.purge_events(keep_days integer)': server(owner),
     // The weld register import (000013): engineers and up import; every reader's export.
@@ -464,7 +464,7 @@ const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
   [
     'finish_webhook_delivery',
     `select weld_hidden.finish_webhook_delivery(gen_random_uuid(), gen_random_uuid(), 'attacker',
-       1, 200, 5, null, null, 1000, 86400)`,
+       1, 200, 5, null, 1000, 86400)`,
     [],
   ],
 ];

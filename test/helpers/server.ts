@@ -15,6 +15,7 @@ import { createGraphql } from '../../server/graphql.ts';
 import { createLogger } from '../../server/http/log.ts';
 import type { Route } from '../../server/http/route.ts';
 import type { TrustProxy } from '../../server/http/tenancy.ts';
+import type { TargetRules } from '../../server/http/webhook-address.ts';
 import { serviceRoutes } from '../../server/routes.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -44,6 +45,10 @@ export async function startServer(
     maxReplay?: number;
     /** WEBHOOK_ALLOW_PRIVATE (default true: test receivers listen on loopback). */
     webhookAllowPrivate?: boolean;
+    /** The address rule's other settings and hooks (a resolver, this machine's addresses). */
+    webhookTargets?: Omit<TargetRules, 'allowPrivate'>;
+    /** WEBHOOK_TIMEOUT_MS (default 2000). */
+    webhookTimeoutMs?: number;
     /** IMPORT_MAX_BYTES (default: the service's). */
     importMaxBytes?: number;
   } = {},
@@ -79,7 +84,11 @@ export async function startServer(
           sessionEnded: (tenantId, sessionId) => revocations.isRevoked(tenantId, sessionId),
         },
         // Test receivers listen on loopback; the address rule has tests of its own.
-        webhooks: { allowPrivate: options.webhookAllowPrivate ?? true, timeoutMs: 2000 },
+        webhooks: {
+          ...options.webhookTargets,
+          allowPrivate: options.webhookAllowPrivate ?? true,
+          timeoutMs: options.webhookTimeoutMs ?? 2000,
+        },
         imports: { maxBytes: options.importMaxBytes ?? IMPORT_DEFAULTS.maxBytes },
       }),
       ...(options.extraRoutes ?? []),
