@@ -3,6 +3,10 @@
 --   1. The receiver's answer is not kept (SSRF): webhook_deliveries loses `response`, and
 --      finish_webhook_delivery its `answer` argument. The service keeps and shows a receiver's
 --      status and timing only, never its body.
+--   2. Fair between tenants: claim_webhook_deliveries claims one endpoint per call and takes
+--      `per_tenant`, the most endpoints of one tenant an instance delivers to at once, serving the
+--      tenant with the fewest deliveries in flight first, so one tenant's slow receivers cannot
+--      hold every lane.
 --
 -- graphile-migrate re-runs current.sql on every save, so every step here may run again.
 
@@ -64,3 +68,66 @@ end
 $$;
 grant execute on function weld_hidden.finish_webhook_delivery(uuid, uuid, text, bigint, integer,
   integer, text, integer, integer) to weld_authenticator;
+
+--------------------------------------------------------------------------------------------------
+-- 2. Fair claiming
+
+drop function if exists weld_hidden.claim_webhook_deliveries(text, integer, integer);
+
+-- The worker (the authenticator, across tenants) claims one endpoint that is due and has an event
+-- to deliver, with that next event, leasing it for `lease_seconds` (a lane of the worker calls it
+-- whenever it is free):
+-- an endpoint is worked on by one instance at a time, so its events go out one by one in order.
+-- Fairness: a tenant whose endpoints this instance already delivers to `per_tenant` at once gets
+-- no more here until one is finished, and among the rest the tenant with the fewest deliveries in
+-- flight on this instance comes first (then the endpoint due longest). So a tenant with many slow
+-- receivers holds at most `per_tenant` of the instance's lanes, and a newly due endpoint of
+-- another tenant is taken by the next free lane. (The count is this instance's: the worker claims
+-- one call at a time, so it is exact; each instance keeps its own bound.)
+-- A lease outlives any delivery attempt (whose timeout is far shorter); one left by a crashed
+-- instance expires and the endpoint is claimed again.
+create or replace function weld_hidden.claim_webhook_deliveries(
+  instance text, lease_seconds integer, per_tenant integer
+) returns table (
+  tenant_id uuid, webhook_id uuid, url text, secret text, attempt integer,
+  event_id bigint, event_type text, subject_id uuid, actor_id uuid, occurred_at timestamptz,
+  data jsonb, change jsonb
+)
+  language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  with in_flight as (
+    select w.tenant_id, count(*) as n
+      from weld_hidden.webhooks w
+     where w.leased_by = instance and w.lease_until >= now()
+     group by w.tenant_id
+  ), due as (
+    select w.tenant_id, w.id, e.id as event_id
+      from weld_hidden.webhooks w
+      left join in_flight f on f.tenant_id = w.tenant_id
+      cross join lateral (
+        select e.id from weld_public.events e
+         where e.tenant_id = w.tenant_id and e.id > w.last_event_id
+           and (cardinality(w.event_types) = 0 or e.type = any(w.event_types))
+         order by e.id
+         limit 1) e
+     where w.active and w.next_attempt_at <= now()
+       and (w.lease_until is null or w.lease_until < now())
+       and coalesce(f.n, 0) < per_tenant
+     order by coalesce(f.n, 0), w.next_attempt_at
+     limit 1
+       for update of w skip locked
+  ), leased as (
+    update weld_hidden.webhooks w
+       set lease_until = now() + make_interval(secs => lease_seconds), leased_by = instance
+      from due
+     where w.tenant_id = due.tenant_id and w.id = due.id
+    returning w.tenant_id, w.id, w.url, w.secret, w.attempt, due.event_id
+  )
+  select l.tenant_id, l.id, l.url, l.secret, l.attempt,
+         e.id, e.type, e.subject_id, e.actor_id, e.occurred_at, e.data, e.change
+    from leased l
+    join weld_public.events e on e.tenant_id = l.tenant_id and e.id = l.event_id
+$$;
+grant execute on function weld_hidden.claim_webhook_deliveries(text, integer, integer)
+  to weld_authenticator;

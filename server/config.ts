@@ -45,7 +45,8 @@ export const WEBHOOK_DEFAULTS = {
   timeoutMs: 10_000,
   retryBaseMs: 5_000,
   giveUpHours: 24,
-  concurrency: 4,
+  concurrency: 8,
+  tenantConcurrency: 2,
   pollMs: 1_000,
 } as const;
 
@@ -120,6 +121,7 @@ const envSchema = z.object({
   WEBHOOK_RETRY_BASE_MS: wholeNumber(1000, 3_600_000).default(WEBHOOK_DEFAULTS.retryBaseMs),
   WEBHOOK_GIVE_UP_HOURS: wholeNumber(1, 720).default(WEBHOOK_DEFAULTS.giveUpHours),
   WEBHOOK_CONCURRENCY: wholeNumber(0, 100).default(WEBHOOK_DEFAULTS.concurrency),
+  WEBHOOK_TENANT_CONCURRENCY: wholeNumber(1, 100).default(WEBHOOK_DEFAULTS.tenantConcurrency),
 });
 
 export interface Config {
@@ -173,6 +175,8 @@ export interface Config {
     giveUpHours: number;
     /** Endpoints this instance delivers to at once; 0: this instance sends no webhooks. */
     concurrency: number;
+    /** Endpoints of one tenant this instance delivers to at once: below concurrency (fairness). */
+    tenantConcurrency: number;
     pollMs: number;
   };
 }
@@ -234,6 +238,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
       giveUpHours: e.WEBHOOK_GIVE_UP_HOURS,
       concurrency: e.WEBHOOK_CONCURRENCY,
+      // Never every lane: one tenant's slow receivers leave at least one to the others.
+      tenantConcurrency: Math.min(
+        e.WEBHOOK_TENANT_CONCURRENCY,
+        Math.max(e.WEBHOOK_CONCURRENCY - 1, 1),
+      ),
       pollMs: WEBHOOK_DEFAULTS.pollMs,
     },
   };

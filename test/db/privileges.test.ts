@@ -145,7 +145,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
       server(rules),
     'weld_hidden.applied_migration()': server(owner),
     // The webhook worker's and the housekeeping's (events, 000010): the server's, across tenants.
-    'weld_hidden.claim_webhook_deliveries(instance text, lease_seconds integer, max_endpoints integer)':
+    'weld_hidden.claim_webhook_deliveries(instance text, lease_seconds integer, per_tenant integer)':
       server(owner),
     'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, failure text, retry_after_ms integer, give_up_seconds integer)':
       server(owner),

@@ -68,6 +68,7 @@ export function worker(
     giveUpHours: 24,
     pollMs: 100,
     concurrency: 4,
+    tenantConcurrency: 2,
     ...options,
   });
   // Registered after the server's own teardown, so it runs before it (ava runs them in reverse).
