@@ -302,7 +302,10 @@ const commands: Record<string, Command<unknown>> = {
     parse: (args) => argv(args, ['tenant-slug', 'userName'], {}).positionals,
     run: async (db, [tenant, userName]) => {
       await disableUser(db, tenant!, userName!);
-      console.log(`disabled user ${userName} of ${tenant}; its sessions have ended`);
+      console.log(
+        `disabled user ${userName} of ${tenant}; its sessions have ended, and the webhooks it ` +
+          'registered are paused until an admin resumes them',
+      );
     },
   }),
 

@@ -3,10 +3,15 @@
 --   1. The receiver's answer is not kept (SSRF): webhook_deliveries loses `response`, and
 --      finish_webhook_delivery its `answer` argument. The service keeps and shows a receiver's
 --      status and timing only, never its body.
---   2. Fair between tenants: claim_webhook_deliveries claims one endpoint per call and takes
+--   2. An endpoint pauses when its author is deactivated or stops being an admin: paused_at and
+--      paused_reason, set at commit by a trigger on users (whatever path changed the user:
+--      weld-admin, GraphQL, SQL), announced as a `webhook.paused` event. A paused endpoint gets
+--      nothing; its events wait (its position stays) until an admin resumes it, who becomes its
+--      author.
+--   3. Fair between tenants: claim_webhook_deliveries claims one endpoint per call and takes
 --      `per_tenant`, the most endpoints of one tenant an instance delivers to at once, serving the
 --      tenant with the fewest deliveries in flight first, so one tenant's slow receivers cannot
---      hold every lane.
+--      hold every lane. Paused endpoints are not claimed.
 --
 -- graphile-migrate re-runs current.sql on every save, so every step here may run again.
 
@@ -70,7 +75,130 @@ grant execute on function weld_hidden.finish_webhook_delivery(uuid, uuid, text, 
   integer, text, integer, integer) to weld_authenticator;
 
 --------------------------------------------------------------------------------------------------
--- 2. Fair claiming
+-- 2. Pausing with the author
+
+alter table weld_hidden.webhooks add column if not exists paused_at timestamptz;
+alter table weld_hidden.webhooks add column if not exists paused_reason text;
+alter table weld_hidden.webhooks drop constraint if exists webhooks_paused_reason;
+alter table weld_hidden.webhooks add constraint webhooks_paused_reason
+  check ((paused_at is null) = (paused_reason is null) and char_length(paused_reason) <= 500);
+
+-- An admin resumes an endpoint by clearing both (REST: PATCH active=true).
+grant update (paused_at, paused_reason) on weld_hidden.webhooks to weld_admin;
+
+-- Its version (the ETag) and updated_at follow what an admin sees and sets, not the worker's
+-- bookkeeping, so an If-Match taken a minute ago still holds while deliveries go on. A pause is
+-- something an admin sees: it moves the version, so a change based on the state before it is 412.
+create or replace function weld_private.tg_webhooks__touch() returns trigger
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if (new.url, new.event_types, new.description, new.active, new.secret, new.disabled_reason,
+      new.paused_at, new.paused_reason)
+     is distinct from
+     (old.url, old.event_types, old.description, old.active, old.secret, old.disabled_reason,
+      old.paused_at, old.paused_reason) then
+    new.version := old.version + 1;
+    new.updated_at := now();
+  end if;
+  return new;
+end
+$$;
+
+-- A new endpoint starts at the tenant's newest event: it receives what happens from now on.
+-- Re-activating one clears its failure and tries again at once, from where it stopped. Resuming a
+-- paused one makes the resuming user its author: an endpoint always has an author who may manage
+-- it, and pauses again when that one goes.
+create or replace function weld_private.tg_webhooks__position() returns trigger
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if tg_op = 'INSERT' then
+    new.last_event_id := coalesce(
+      (select max(e.id) from weld_public.events e where e.tenant_id = new.tenant_id), 0);
+    return new;
+  end if;
+  if new.active and not old.active then
+    new.disabled_reason := null;
+    new.failing_since := null;
+    new.attempt := 0;
+    new.next_attempt_at := now();
+  end if;
+  if old.paused_at is not null and new.paused_at is null then
+    new.created_by := coalesce(weld_hidden.current_user_id(), new.created_by);
+    new.next_attempt_at := least(new.next_attempt_at, now());
+  end if;
+  return new;
+end
+$$;
+
+-- Pauses every endpoint `author_id` authored that is not paused yet, unless the author is an
+-- active admin, and announces each with a `webhook.paused` event. Its data leaves the URL out:
+-- every role of the tenant reads the feed, and only admins see endpoints. A delivery already
+-- under way when the pause commits completes; nothing further is sent. Returns how many paused.
+create or replace function weld_private.pause_webhooks_of(tenant uuid, author_id uuid)
+  returns integer
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  author weld_public.users;
+  endpoint record;
+  paused integer := 0;
+begin
+  select * into author from weld_public.users u where u.tenant_id = tenant and u.id = author_id;
+  if not found or (author.active and author.role = 'admin') then
+    return 0;
+  end if;
+  for endpoint in
+    update weld_hidden.webhooks w
+       set paused_at = now(),
+           paused_reason = format('its author %s %s', author.user_name,
+             case when author.active then 'is no longer an admin' else 'was deactivated' end)
+     where w.tenant_id = tenant and w.created_by = author_id and w.paused_at is null
+    returning w.id, w.paused_at, w.paused_reason, w.created_by
+  loop
+    paused := paused + 1;
+    if not weld_private.events_suppressed() then
+      perform weld_private.emit_event(tenant, 'webhook.paused', endpoint.id,
+        jsonb_build_object(
+          'id', endpoint.id,
+          'pausedAt', to_char(endpoint.paused_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'pausedReason', endpoint.paused_reason,
+          'createdBy', endpoint.created_by),
+        null);
+    end if;
+  end loop;
+  return paused;
+end
+$$;
+
+-- At commit, for a user who was deactivated or stopped being an admin in the transaction: if
+-- they still are so at its end (not enabled again before commit), their endpoints pause.
+create or replace function weld_private.tg_users__pause_webhooks() returns trigger
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  perform weld_private.pause_webhooks_of(new.tenant_id, new.id);
+  return null;
+end
+$$;
+drop trigger if exists _600_pause_webhooks on weld_public.users;
+create constraint trigger _600_pause_webhooks after update of active, role on weld_public.users
+  deferrable initially deferred
+  for each row when ((old.active and not new.active) or (old.role = 'admin' and new.role <> 'admin'))
+  execute function weld_private.tg_users__pause_webhooks();
+
+-- Endpoints whose author was deactivated or demoted before this migration pause now.
+select weld_private.pause_webhooks_of(w.tenant_id, w.created_by)
+  from (select distinct tenant_id, created_by from weld_hidden.webhooks
+         where created_by is not null and paused_at is null) w;
+
+--------------------------------------------------------------------------------------------------
+-- 3. Fair claiming (the last section: the claim reads the columns of the others)
 
 drop function if exists weld_hidden.claim_webhook_deliveries(text, integer, integer);
 
@@ -112,6 +240,7 @@ as $$
          order by e.id
          limit 1) e
      where w.active and w.next_attempt_at <= now()
+       and w.paused_at is null
        and (w.lease_until is null or w.lease_until < now())
        and coalesce(f.n, 0) < per_tenant
      order by coalesce(f.n, 0), w.next_attempt_at

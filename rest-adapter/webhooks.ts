@@ -5,7 +5,8 @@
 //                                       answer carries the signing secret, the only time it is shown
 //   GET    /webhooks, /webhooks/{id}    the endpoints (keyset pages), one endpoint (ETag)
 //   PATCH  /webhooks/{id}               change url, eventTypes, description, active (If-Match);
-//                                       active=true again clears a disabled endpoint's failure
+//                                       active=true clears a disabled endpoint's failure, and
+//                                       resumes a paused one (its author was deactivated)
 //   DELETE /webhooks/{id}               204
 //   POST   /webhooks/{id}/rotate-secret a new secret, shown once; the old one stops at once
 //   POST   /webhooks/{id}/test          sends a webhook.test message now and answers with the attempt
@@ -56,6 +57,17 @@ export const Webhook = z
       .string()
       .nullable()
       .describe('why the service disabled it (failing for 24 hours, with the last answer)'),
+    pausedAt: z.iso
+      .datetime()
+      .nullable()
+      .describe(
+        'when it paused because its author was deactivated or stopped being an admin: nothing is sent, its events wait, until an admin resumes it (PATCH active=true)',
+      ),
+    pausedReason: z.string().nullable().describe('why it paused (the author, and what happened)'),
+    createdBy: z
+      .uuid()
+      .nullable()
+      .describe('its author: the admin who registered it, or who last resumed it'),
     failingSince: z.iso
       .datetime()
       .nullable()
@@ -97,7 +109,12 @@ export const WebhookPatch = z.strictObject({
   url: z.string().min(1).max(2000).optional(),
   eventTypes: eventTypes.optional(),
   description: z.string().max(500).nullable().optional(),
-  active: z.boolean().optional(),
+  active: z
+    .boolean()
+    .optional()
+    .describe(
+      'false: stop sending; true: send again, from where it stopped (clears a failure, resumes a paused endpoint and makes you its author)',
+    ),
 });
 
 export const WebhookDelivery = z
@@ -125,6 +142,16 @@ export const WebhookDelivery = z
   .describe('One attempt to deliver a message to an endpoint.');
 
 export const WebhookPage = pageOf(Webhook);
+
+/** The data of a webhook.paused event: the endpoint without its URL (every role reads events). */
+export const WebhookPausedData = z
+  .object({
+    id: z.uuid(),
+    pausedAt: z.iso.datetime(),
+    pausedReason: z.string(),
+    createdBy: z.uuid().nullable().describe('the author whose deactivation paused it'),
+  })
+  .describe('A webhook endpoint that paused because its author was deactivated or demoted.');
 export const WebhookDeliveryPage = z.object({
   items: z.array(WebhookDelivery),
   nextCursor: z
@@ -141,8 +168,10 @@ export const WebhookListQuery = z.strictObject({
 export const DeliveryListQuery = HistoryQuery;
 
 const SELECT = `select r.id, r.url, r.event_types as "eventTypes", r.description, r.active,
-  r.disabled_reason as "disabledReason", r.failing_since as "failingSince",
-  case when r.failing_since is not null and r.active then r.next_attempt_at end as "nextAttemptAt",
+  r.disabled_reason as "disabledReason", r.paused_at as "pausedAt",
+  r.paused_reason as "pausedReason", r.created_by as "createdBy", r.failing_since as "failingSince",
+  case when r.failing_since is not null and r.active and r.paused_at is null
+       then r.next_attempt_at end as "nextAttemptAt",
   r.last_event_id::text as "lastEventId", r.version, r.created_at as "createdAt",
   r.updated_at as "updatedAt"
   from weld_hidden.webhooks r`;
@@ -280,7 +309,9 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
               `update weld_hidden.webhooks
                   set url = coalesce($2, url), event_types = coalesce($3, event_types),
                       description = case when $4 then $5 else description end,
-                      active = coalesce($6, active)
+                      active = coalesce($6, active),
+                      paused_at = case when $6 then null else paused_at end,
+                      paused_reason = case when $6 then null else paused_reason end
                 where id = $1`,
               [
                 id,
@@ -337,12 +368,23 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const endpoint = await inDatabase(pool, req, async (db) => {
-          const { rows } = await db.query<{ url: string; secret: string }>(
-            prepared('select url, secret from weld_hidden.webhooks where id = $1', [id]),
+          const { rows } = await db.query<{ url: string; secret: string; paused: boolean }>(
+            prepared(
+              'select url, secret, paused_at is not null as paused from weld_hidden.webhooks where id = $1',
+              [id],
+            ),
           );
           return rows[0];
         });
         if (!endpoint) throw notFound();
+        if (endpoint.paused) {
+          throw new HttpProblem(409, {
+            type: '/problems/webhook-paused',
+            title: 'Webhook paused',
+            detail:
+              'The endpoint is paused (its author was deactivated or is no longer an admin): a paused endpoint receives nothing. Resume it first (PATCH active=true).',
+          });
+        }
         const messageId = `ping_${randomUUID()}`;
         const body = JSON.stringify({
           id: messageId,

@@ -216,6 +216,9 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg__selection_closure()': owner,
     'weld_private.tg__selection_outbox()': owner,
     'weld_private.tg_webhooks__position()': owner,
+    // An author's endpoints pause with them (F14): a trigger of users, and the migration.
+    'weld_private.pause_webhooks_of(tenant uuid, author_id uuid)': owner,
+    'weld_private.tg_users__pause_webhooks()': owner,
     'weld_private.tg_webhooks__touch()': owner,
     'weld_private.create_tenant(slug text, name text, origins text[])': owner,
     'weld_private.create_user(tenant uuid, user_name citext, display_name text, role weld_public.user_role, password_hash text)':
