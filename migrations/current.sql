@@ -8,7 +8,11 @@
 --      weld-admin, GraphQL, SQL), announced as a `webhook.paused` event. A paused endpoint gets
 --      nothing; its events wait (its position stays) until an admin resumes it, who becomes its
 --      author.
---   3. Fair between tenants: claim_webhook_deliveries claims one endpoint per call and takes
+--   3. Secrets sealed at rest: secret_key_id and secret_sealed (AES-256-GCM, sealed and opened by
+--      the server: db/webhook-secrets.ts; a migration never sees the key). `secret` keeps only
+--      what is still in plain text until the next server start seals it; secret_set_at moves when
+--      an admin sets a new secret (the ETag follows it, not a re-sealing under another key).
+--   4. Fair between tenants: claim_webhook_deliveries claims one endpoint per call and takes
 --      `per_tenant`, the most endpoints of one tenant an instance delivers to at once, serving the
 --      tenant with the fewest deliveries in flight first, so one tenant's slow receivers cannot
 --      hold every lane. Paused endpoints are not claimed.
@@ -85,26 +89,6 @@ alter table weld_hidden.webhooks add constraint webhooks_paused_reason
 
 -- An admin resumes an endpoint by clearing both (REST: PATCH active=true).
 grant update (paused_at, paused_reason) on weld_hidden.webhooks to weld_admin;
-
--- Its version (the ETag) and updated_at follow what an admin sees and sets, not the worker's
--- bookkeeping, so an If-Match taken a minute ago still holds while deliveries go on. A pause is
--- something an admin sees: it moves the version, so a change based on the state before it is 412.
-create or replace function weld_private.tg_webhooks__touch() returns trigger
-  language plpgsql volatile
-  set search_path = pg_catalog, pg_temp
-as $$
-begin
-  if (new.url, new.event_types, new.description, new.active, new.secret, new.disabled_reason,
-      new.paused_at, new.paused_reason)
-     is distinct from
-     (old.url, old.event_types, old.description, old.active, old.secret, old.disabled_reason,
-      old.paused_at, old.paused_reason) then
-    new.version := old.version + 1;
-    new.updated_at := now();
-  end if;
-  return new;
-end
-$$;
 
 -- A new endpoint starts at the tenant's newest event: it receives what happens from now on.
 -- Re-activating one clears its failure and tries again at once, from where it stopped. Resuming a
@@ -198,14 +182,57 @@ select weld_private.pause_webhooks_of(w.tenant_id, w.created_by)
          where created_by is not null and paused_at is null) w;
 
 --------------------------------------------------------------------------------------------------
--- 3. Fair claiming (the last section: the claim reads the columns of the others)
+-- 3. Secrets sealed at rest
+
+alter table weld_hidden.webhooks add column if not exists secret_key_id text;
+alter table weld_hidden.webhooks add column if not exists secret_sealed bytea;
+alter table weld_hidden.webhooks add column if not exists secret_set_at timestamptz not null default now();
+alter table weld_hidden.webhooks alter column secret drop not null;
+-- One secret, stored one way: plain (until sealed) or sealed with the id of its key.
+alter table weld_hidden.webhooks drop constraint if exists webhooks_secret_stored;
+alter table weld_hidden.webhooks add constraint webhooks_secret_stored check (
+  (secret is null) <> (secret_sealed is null)
+  and (secret_sealed is null) = (secret_key_id is null)
+  and secret_key_id ~ '^[A-Za-z0-9_-]{1,64}$'
+  and octet_length(secret_sealed) between 29 and 1000);
+
+-- The REST create chooses the id (the sealed secret is bound to it) and writes the sealed secret;
+-- a rotation writes a new one and clears a plain one. (`secret` keeps its grants: an instance of
+-- the previous version writes plain secrets until it is replaced; the next start seals them.)
+grant insert (id, secret_key_id, secret_sealed) on weld_hidden.webhooks to weld_admin;
+grant update (secret_key_id, secret_sealed, secret_set_at) on weld_hidden.webhooks to weld_admin;
+
+-- Its version (the ETag) and updated_at follow what an admin sees and sets, not the worker's
+-- bookkeeping, so an If-Match taken a minute ago still holds while deliveries go on. A new secret
+-- counts (secret_set_at), the same secret sealed again under another key does not; a pause is
+-- something an admin sees: it moves the version, so a change based on the state before it is 412.
+create or replace function weld_private.tg_webhooks__touch() returns trigger
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if (new.url, new.event_types, new.description, new.active, new.secret_set_at,
+      new.disabled_reason, new.paused_at, new.paused_reason)
+     is distinct from
+     (old.url, old.event_types, old.description, old.active, old.secret_set_at,
+      old.disabled_reason, old.paused_at, old.paused_reason) then
+    new.version := old.version + 1;
+    new.updated_at := now();
+  end if;
+  return new;
+end
+$$;
+
+--------------------------------------------------------------------------------------------------
+-- 4. Fair claiming (the last section: the claim reads the columns of the others)
 
 drop function if exists weld_hidden.claim_webhook_deliveries(text, integer, integer);
 
 -- The worker (the authenticator, across tenants) claims one endpoint that is due and has an event
--- to deliver, with that next event, leasing it for `lease_seconds` (a lane of the worker calls it
--- whenever it is free):
--- an endpoint is worked on by one instance at a time, so its events go out one by one in order.
+-- to deliver, with that next event and its stored secret, leasing it for `lease_seconds` (a lane
+-- of the worker calls it whenever it is free, and opens the secret: db/webhook-secrets.ts): an
+-- endpoint is worked on by one instance at a time, so its events go out one by one in order.
+-- Paused endpoints are not claimed.
 -- Fairness: a tenant whose endpoints this instance already delivers to `per_tenant` at once gets
 -- no more here until one is finished, and among the rest the tenant with the fewest deliveries in
 -- flight on this instance comes first (then the endpoint due longest). So a tenant with many slow
@@ -217,9 +244,9 @@ drop function if exists weld_hidden.claim_webhook_deliveries(text, integer, inte
 create or replace function weld_hidden.claim_webhook_deliveries(
   instance text, lease_seconds integer, per_tenant integer
 ) returns table (
-  tenant_id uuid, webhook_id uuid, url text, secret text, attempt integer,
-  event_id bigint, event_type text, subject_id uuid, actor_id uuid, occurred_at timestamptz,
-  data jsonb, change jsonb
+  tenant_id uuid, webhook_id uuid, url text, secret text, secret_key_id text,
+  secret_sealed bytea, attempt integer, event_id bigint, event_type text, subject_id uuid,
+  actor_id uuid, occurred_at timestamptz, data jsonb, change jsonb
 )
   language sql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -251,9 +278,10 @@ as $$
        set lease_until = now() + make_interval(secs => lease_seconds), leased_by = instance
       from due
      where w.tenant_id = due.tenant_id and w.id = due.id
-    returning w.tenant_id, w.id, w.url, w.secret, w.attempt, due.event_id
+    returning w.tenant_id, w.id, w.url, w.secret, w.secret_key_id, w.secret_sealed, w.attempt,
+              due.event_id
   )
-  select l.tenant_id, l.id, l.url, l.secret, l.attempt,
+  select l.tenant_id, l.id, l.url, l.secret, l.secret_key_id, l.secret_sealed, l.attempt,
          e.id, e.type, e.subject_id, e.actor_id, e.occurred_at, e.data, e.change
     from leased l
     join weld_public.events e on e.tenant_id = l.tenant_id and e.id = l.event_id

@@ -732,7 +732,8 @@ function eventPaths(): Record<string, unknown> {
           'The service POSTs each event of the listed types (all when eventTypes is empty) to the url, signed the ' +
           'Standard Webhooks way (see the `webhooks` section), in event order, at least once, starting with the events ' +
           'after this moment. The answer holds the signing secret, the only time it is shown (no Idempotency-Key ' +
-          `here, so that it is never stored). At most ${MAX_WEBHOOKS_PER_TENANT} per tenant.${admin}`,
+          'here, so that it is never stored as a replay); the service keeps it only sealed (AES-256-GCM under ' +
+          `WEBHOOK_SECRET_KEY). At most ${MAX_WEBHOOKS_PER_TENANT} per tenant.${admin}`,
         requestBody: { required: true, ...content('WebhookCreate') },
         responses: {
           '201': {

@@ -14,18 +14,20 @@
 //   GET    /webhooks/{id}/deliveries    every attempt with its answer, newest first
 //
 // Not a generic resource (resource.ts): its create answers with a secret, which must never be
-// stored as an idempotent replay, so POST /webhooks takes no Idempotency-Key.
+// stored as an idempotent replay, so POST /webhooks takes no Idempotency-Key. The secret is
+// stored sealed (db/webhook-secrets.ts), bound to the endpoint's tenant and id.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { EVENT_TYPES } from '../db/vocabulary.ts';
+import { sealSecret, type StoredSecret, type WebhookSecretKeys } from '../db/webhook-secrets.ts';
 import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
 import type { TargetRules } from '../server/http/webhook-address.ts';
 import {
-  deliverWebhook,
   newWebhookSecret,
+  signedDelivery,
   webhookUrlProblem,
 } from '../server/http/webhook-delivery.ts';
 import {
@@ -184,6 +186,8 @@ const notFound = () => problems.notFound('No such webhook.');
 
 export interface WebhookOptions extends TargetRules {
   timeoutMs: number;
+  /** Seals new secrets and opens stored ones (for the test message). */
+  secretKeys: WebhookSecretKeys;
 }
 
 /**
@@ -222,6 +226,11 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
         const body = parse(WebhookCreate, req.body, 'body');
         checkUrl(body.url, options);
         const secret = newWebhookSecret();
+        const id = randomUUID();
+        const sealed = sealSecret(options.secretKeys, secret, {
+          tenantId: req.tenant!.id,
+          webhookId: id,
+        });
         const item = await inDatabase(pool, req, async (db) => {
           // Registrations of one tenant queue here, so concurrent ones cannot pass the count.
           await db.query(
@@ -240,22 +249,24 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
               detail: `A tenant may register at most ${MAX_WEBHOOKS_PER_TENANT} webhooks; delete one first.`,
             });
           }
-          const inserted = await db.query<{ id: string }>(
+          await db.query(
             prepared(
-              `insert into weld_hidden.webhooks (url, event_types, description, active, secret)
-               values ($1, $2, $3, $4, $5) returning id`,
+              `insert into weld_hidden.webhooks
+                 (id, url, event_types, description, active, secret_key_id, secret_sealed)
+               values ($1, $2, $3, $4, $5, $6, $7)`,
               [
+                id,
                 new URL(body.url).href,
                 body.eventTypes ?? [],
                 body.description ?? null,
                 body.active ?? true,
-                secret,
+                sealed.keyId,
+                sealed.sealed,
               ],
             ),
           );
-          return (await readWebhook(db, inserted.rows[0]!.id))!;
+          return (await readWebhook(db, id))!;
         });
-        const id = (item as unknown as { id: string }).id;
         res.setHeader('Location', `${base}/${id}`);
         res.setHeader('ETag', `"${item.version}"`);
         res.setHeader('Cache-Control', 'no-store');
@@ -350,9 +361,18 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const secret = newWebhookSecret();
+        const sealed = sealSecret(options.secretKeys, secret, {
+          tenantId: req.tenant!.id,
+          webhookId: id,
+        });
         const item = await inDatabase(pool, req, async (db) => {
           const { rowCount } = await db.query(
-            prepared('update weld_hidden.webhooks set secret = $2 where id = $1', [id, secret]),
+            prepared(
+              `update weld_hidden.webhooks
+                  set secret = null, secret_key_id = $2, secret_sealed = $3, secret_set_at = now()
+                where id = $1`,
+              [id, sealed.keyId, sealed.sealed],
+            ),
           );
           if (!rowCount) throw notFound();
           return (await readWebhook(db, id))!;
@@ -368,9 +388,10 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const endpoint = await inDatabase(pool, req, async (db) => {
-          const { rows } = await db.query<{ url: string; secret: string; paused: boolean }>(
+          const { rows } = await db.query<StoredSecret & { url: string; paused: boolean }>(
             prepared(
-              'select url, secret, paused_at is not null as paused from weld_hidden.webhooks where id = $1',
+              `select url, secret, secret_key_id, secret_sealed, paused_at is not null as paused
+                 from weld_hidden.webhooks where id = $1`,
               [id],
             ),
           );
@@ -394,13 +415,17 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
         });
         // Sent outside any transaction: a slow endpoint holds no database connection. The answer
         // is the status and the time, or the one outcome of every failure; the cause is logged.
-        const answer = await deliverWebhook(
-          { url: endpoint.url, secret: endpoint.secret, messageId, body },
+        const answer = await signedDelivery(
+          options.secretKeys,
+          endpoint,
+          { tenantId: req.tenant!.id, webhookId: id },
+          { url: endpoint.url, messageId, body },
           {
             ...options,
             onFailure: (cause) =>
               req.log.info({ webhookId: id, cause }, 'webhook test message got no answer'),
           },
+          req.log,
         );
         const delivery = await inDatabase(pool, req, async (db) => {
           const { rows } = await db.query<Record<string, unknown>>(

@@ -17,6 +17,7 @@ import {
 import { POOL_DEFAULTS } from '../db/database.ts';
 import type { TrustProxy } from './http/tenancy.ts';
 import { networkList } from './http/webhook-address.ts';
+import { webhookKeyEnv, type WebhookKeyConfig } from '../db/webhook-secrets.ts';
 
 /** GraphQL's limits when the environment does not set them (see server/graphql-cost.ts). */
 export const GRAPHQL_DEFAULTS = {
@@ -52,6 +53,7 @@ export const WEBHOOK_DEFAULTS = {
 
 const envSchema = z.object({
   ...databaseEnv,
+  ...webhookKeyEnv,
   PORT: port.default(3000),
   HOST: z.string().trim().min(1).optional(),
   TRUST_PROXY: z
@@ -177,6 +179,8 @@ export interface Config {
     concurrency: number;
     /** Endpoints of one tenant this instance delivers to at once: below concurrency (fairness). */
     tenantConcurrency: number;
+    /** WEBHOOK_SECRET_KEY and _KEYS_OLD; main.ts resolves them (db/webhook-secrets.ts). */
+    secretKeyConfig: WebhookKeyConfig;
     pollMs: number;
   };
 }
@@ -244,6 +248,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         Math.max(e.WEBHOOK_CONCURRENCY - 1, 1),
       ),
       pollMs: WEBHOOK_DEFAULTS.pollMs,
+      secretKeyConfig: { current: e.WEBHOOK_SECRET_KEY, old: e.WEBHOOK_SECRET_KEYS_OLD ?? [] },
     },
   };
 }

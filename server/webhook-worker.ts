@@ -22,9 +22,10 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { EventNotifications } from '../db/event-notifications.ts';
+import type { WebhookSecretKeys } from '../db/webhook-secrets.ts';
 import type { Logger } from './http/log.ts';
 import type { TargetRules } from './http/webhook-address.ts';
-import { deliverWebhook } from './http/webhook-delivery.ts';
+import { signedDelivery } from './http/webhook-delivery.ts';
 
 export interface WebhookWorkerOptions extends TargetRules {
   timeoutMs: number;
@@ -36,6 +37,8 @@ export interface WebhookWorkerOptions extends TargetRules {
   concurrency: number;
   /** Endpoints of one tenant this instance delivers to at once (fewer than concurrency). */
   tenantConcurrency: number;
+  /** Opens the endpoints' sealed secrets. */
+  secretKeys: WebhookSecretKeys;
 }
 
 const MAX_RETRY_MS = 3_600_000;
@@ -44,7 +47,9 @@ interface Claimed {
   tenant_id: string;
   webhook_id: string;
   url: string;
-  secret: string;
+  secret: string | null;
+  secret_key_id: string | null;
+  secret_sealed: Buffer | null;
   attempt: number;
   event_id: string;
   event_type: string;
@@ -87,8 +92,11 @@ export function startWebhookWorker(
       data: job.data,
       change: job.change,
     });
-    const answer = await deliverWebhook(
-      { url: job.url, secret: job.secret, messageId: job.event_id, body },
+    const answer = await signedDelivery(
+      options.secretKeys,
+      job,
+      { tenantId: job.tenant_id, webhookId: job.webhook_id },
+      { url: job.url, messageId: job.event_id, body },
       {
         ...options,
         // The cause stays here: the endpoint's admin sees one outcome for every failure.
@@ -98,6 +106,7 @@ export function startWebhookWorker(
             'webhook delivery got no answer',
           ),
       },
+      logger,
     );
     const retryMs = retryDelayMs(job.attempt + 1, options.retryBaseMs);
     await pool.query(

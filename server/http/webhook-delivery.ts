@@ -21,6 +21,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
+import {
+  openSecret,
+  SecretUnreadable,
+  type SecretOwner,
+  type StoredSecret,
+  type WebhookSecretKeys,
+} from '../../db/webhook-secrets.ts';
+import type { Logger } from './log.ts';
 import { addressProblem, resolveTarget, type TargetRules } from './webhook-address.ts';
 
 export function newWebhookSecret(): string {
@@ -163,4 +171,31 @@ export async function deliverWebhook(
   });
   if ('cause' in outcome) return failed(outcome.cause);
   return { status: outcome.status, durationMs: Math.round(performance.now() - started) };
+}
+
+/**
+ * Opens the endpoint's stored secret and sends the message signed with it. A secret this
+ * instance cannot open (its key is not configured here) is not sent at all: the attempt fails
+ * with a message naming the key (never unsigned, never with another secret), and is retried.
+ */
+export async function signedDelivery(
+  keys: WebhookSecretKeys,
+  stored: StoredSecret,
+  owner: SecretOwner,
+  message: Omit<WebhookMessage, 'secret'>,
+  options: DeliveryOptions,
+  logger: Logger,
+): Promise<WebhookAnswer> {
+  let secret: string;
+  try {
+    secret = openSecret(keys, stored, owner);
+  } catch (error) {
+    if (!(error instanceof SecretUnreadable)) throw error;
+    logger.warn({ ...owner, keyId: error.keyId }, error.message);
+    return {
+      error: `not sent: this instance cannot open the endpoint's secret (key ${error.keyId}); the operator must configure that key`,
+      durationMs: 0,
+    };
+  }
+  return deliverWebhook({ ...message, secret }, options);
 }

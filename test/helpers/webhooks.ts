@@ -11,7 +11,7 @@ import { addRoleUsers, login } from './auth.ts';
 import { migratedDatabase } from './database.ts';
 import { ownerClient } from './fixtures.ts';
 import { bearerClient as client, type Client, type HttpResponse } from './http.ts';
-import { startServer, type TestServer } from './server.ts';
+import { startServer, TEST_WEBHOOK_SECRET_KEYS, type TestServer } from './server.ts';
 
 export const A = 'a.test';
 export const B = 'b.test';
@@ -27,7 +27,7 @@ export function ok(res: HttpResponse, status = 200): Json {
 
 /** Tenants alpha (A) and bravo (B), a user per role in each, a server, and an ISO of alpha. */
 export async function world(t: ExecutionContext, options: Parameters<typeof startServer>[2] = {}) {
-  const { target } = await migratedDatabase(t);
+  const { target, rootUrl } = await migratedDatabase(t);
   const owner = await ownerClient(target);
   t.teardown(() => owner.end());
   await addTenant(owner, { slug: 'alpha', origins: [`http://${A}`] });
@@ -46,6 +46,7 @@ export async function world(t: ExecutionContext, options: Parameters<typeof star
   return {
     server,
     target,
+    rootUrl,
     owner,
     a,
     b,
@@ -69,6 +70,7 @@ export function worker(
     pollMs: 100,
     concurrency: 4,
     tenantConcurrency: 2,
+    secretKeys: TEST_WEBHOOK_SECRET_KEYS,
     ...options,
   });
   // Registered after the server's own teardown, so it runs before it (ava runs them in reverse).
