@@ -12,6 +12,7 @@
 //   - a closed port, a silent one, a reset and a port that speaks something else are one outcome,
 //     reported after the same fixed timeout
 //   - WEBHOOK_ALLOW_PRIVATE cannot be on by a slip, nor at all with a database URL
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import test from 'ava';
@@ -274,7 +275,7 @@ test('at delivery: names resolving inward, the machine itself, and a rebinding a
   t.deepEqual(hits, [own]);
 });
 
-test("the test answer and the delivery log never carry the receiver's body", async (t) => {
+test("the test answer and the delivery log never carry the receiver's body; redirects are not followed", async (t) => {
   const w = await world(t);
   const marker = 'INTERNAL-ONLY-7f3a9c: {"db_password":"hunter2"}';
   let status = 200;
@@ -295,12 +296,26 @@ test("the test answer and the delivery log never carry the receiver's body", asy
     async () => ok(await w.a.admin.get(`/webhooks/${hook.id}/deliveries`)).items.length >= 4,
     'the attempt recorded',
   );
+  // A redirect is an answer like any other: its status, and the Location is not followed.
+  const target = await receiver(t);
+  const redirecting = http.createServer((_req, res) =>
+    res.writeHead(307, { location: target.url }).end(marker),
+  );
+  await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => redirecting.close(() => resolve())));
+  const port = (redirecting.address() as net.AddressInfo).port;
+  const hop = ok(await w.a.admin.post('/webhooks', { url: `http://127.0.0.1:${port}/x` }), 201);
+  const hopped = await w.a.admin.post(`/webhooks/${hop.id}/test`);
+  t.is(ok(hopped).status, 307);
+  t.false(hopped.text.includes('INTERNAL-ONLY'));
+  t.is(target.got.length, 0, 'the redirect was not followed');
+
   const list = await w.a.admin.get(`/webhooks/${hook.id}/deliveries`);
   t.false(list.text.includes('INTERNAL-ONLY'));
   const { rows } = await w.owner.query<{ row: string }>(
     'select row_to_json(d)::text as row from weld_hidden.webhook_deliveries d',
   );
-  t.is(rows.length, 4);
+  t.is(rows.length, 5, 'four attempts at the endpoint, one at the redirecting one');
   t.false(
     rows.some((row) => row.row.includes('INTERNAL-ONLY')),
     'nor does the table',
