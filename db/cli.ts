@@ -39,6 +39,7 @@ import {
 } from './tenants.ts';
 import { addUser, disableUser, listUsers, setPassword, UserError } from './users.ts';
 import { USER_ROLES, type UserRole } from './vocabulary.ts';
+import { loadWebhookSecretKeys, reencryptSecrets, SecretUnreadable } from './webhook-secrets.ts';
 import { exportWelds, runImport } from './weld-register.ts';
 
 class UsageError extends Error {}
@@ -302,7 +303,10 @@ const commands: Record<string, Command<unknown>> = {
     parse: (args) => argv(args, ['tenant-slug', 'userName'], {}).positionals,
     run: async (db, [tenant, userName]) => {
       await disableUser(db, tenant!, userName!);
-      console.log(`disabled user ${userName} of ${tenant}; its sessions have ended`);
+      console.log(
+        `disabled user ${userName} of ${tenant}; its sessions have ended, and the webhooks it ` +
+          'registered are paused until an admin resumes them',
+      );
     },
   }),
 
@@ -337,6 +341,28 @@ const commands: Record<string, Command<unknown>> = {
         );
       } finally {
         await pool.end();
+      }
+    },
+  }),
+
+  'webhooks reencrypt': command({
+    usage:
+      'webhooks reencrypt   (seals every webhook secret with WEBHOOK_SECRET_KEY; the keys of WEBHOOK_SECRET_KEYS_OLD open the others)',
+    parse: (args) => argv(args, [], {}),
+    run: async (db) => {
+      // The last step of a key rotation (README, "Operating it"): all or nothing.
+      const keys = loadWebhookSecretKeys();
+      try {
+        const count = await reencryptSecrets(db, keys);
+        console.log(
+          `sealed ${count} webhook secret${count === 1 ? '' : 's'} with key ${keys.current.id}; ` +
+            'every secret is now sealed with it, and the old keys may go',
+        );
+      } catch (error) {
+        if (!(error instanceof SecretUnreadable)) throw error;
+        throw new UserError(
+          `${error.message} (add it to WEBHOOK_SECRET_KEYS_OLD); nothing was changed`,
+        );
       }
     },
   }),

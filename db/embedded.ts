@@ -333,6 +333,9 @@ const FILE_FIXES: Record<string, string> = {
   'superuser.secret':
     'replace it with a regular file, owned by root and mode 0600, holding the password the ' +
     'cluster was made with (or, for a new cluster, remove it)',
+  'webhook-secret.key':
+    'replace it with a regular file, owned by root and mode 0600, holding the key the webhook ' +
+    'secrets were sealed with (or set WEBHOOK_SECRET_KEY)',
   'postgres.log': 'remove it; it is made again at the next start',
   'pg.port': 'remove it; it is made again at the next start',
 };
@@ -361,7 +364,7 @@ function openOwnFile(file: string, flags: number, mode: number, name: string): n
     if (process.getuid?.() === 0) {
       if (stat.uid !== 0) throw refuse(`belongs to uid ${stat.uid}, not root`);
       if (stat.nlink !== 1) throw refuse(`has ${stat.nlink} hard links`);
-      if (name === 'superuser.secret' && stat.mode & 0o077) {
+      if (SECRET_FILES.has(name) && stat.mode & 0o077) {
         throw refuse(`can be read or written by others (mode ${modeText(stat)})`);
       }
     }
@@ -400,11 +403,22 @@ function writeOwnFile(file: string, content: string, name: string): void {
   }
 }
 
-function readOrCreateSecret(file: string): string {
+/** Files of DATA_DIR that hold a secret: mode 0600, made here. */
+const SECRET_FILES = new Set(['superuser.secret', 'webhook-secret.key']);
+
+/**
+ * The secret kept in `file` of DATA_DIR (see openOwnFile), made by `make` and written (0600, never
+ * through a symlink) when there is none yet; two processes starting at once agree on one.
+ */
+export function readOrCreateSecret(
+  file: string,
+  name = 'superuser.secret',
+  make = () => randomBytes(24).toString('base64url'),
+): string {
   for (;;) {
-    const found = readOwnFile(file, 'superuser.secret');
+    const found = readOwnFile(file, name);
     if (found !== undefined) return found.trim();
-    const secret = randomBytes(24).toString('base64url');
+    const secret = make();
     let fd: number;
     try {
       // O_EXCL: made here, never through a symlink.

@@ -76,6 +76,10 @@ export async function listUsers(db: pg.ClientBase, slug: string): Promise<UserLi
   return rows;
 }
 
+/**
+ * Deactivates a user: the triggers on users end its sessions (000006) and, at commit, pause the
+ * webhook endpoints it registered (migrations/current.sql, F14), as for any path that does it.
+ */
 export async function disableUser(
   db: pg.ClientBase,
   slug: string,

@@ -147,6 +147,8 @@ export const EVENT_TYPES = [
   'examination_selection.opened',
   'examination_selection.closed',
   'examination_selection.reopened',
+  // An endpoint paused with its author (migrations/current.sql, F14); not a resource's change.
+  'webhook.paused',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -41,7 +41,7 @@ export const Event = z
     data: z
       .record(z.string(), z.unknown())
       .describe(
-        "the resource as its GET shows it after the change (an ISO's without weldCounts, which change with its welds); for *.deleted, as it was last stored (without membership lists)",
+        "the resource as its GET shows it after the change (an ISO's without weldCounts, which change with its welds); for *.deleted, as it was last stored (without membership lists); for webhook.paused, the endpoint without its URL (WebhookPausedData)",
       ),
     change: z
       .record(z.string(), z.unknown())

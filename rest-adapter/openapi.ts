@@ -73,6 +73,7 @@ import {
   WebhookListQuery,
   WebhookPage,
   WebhookPatch,
+  WebhookPausedData,
   WebhookWithSecret,
 } from './webhooks.ts';
 import { StatusChange, WeldTransitionList } from './welds.ts';
@@ -387,6 +388,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/import-conflict | 409 | POST /imports/welds: welds of the file changed between its check and its write (a PATCH meanwhile); nothing was imported; \`errors\` names their lines, \`errorCount\` counts them |
 | /problems/import-invalid | 422 | POST /imports/welds: the file has errors and nothing was imported; \`errors\` lists the first ${MAX_IMPORT_ERRORS} ({line, column, value, detail}, line 1 being the header) and \`errorCount\` counts them all |
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
+| /problems/webhook-paused | 409 | POST /webhooks/{id}/test: the endpoint is paused (its author was deactivated or demoted); resume it first |
 | /problems/query-too-large | 400 | GraphQL: a query text over 50,000 characters or 1,000 fields, or over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
 | /problems/timeout | 503 | a statement timeout cancelled the work (DB_STATEMENT_TIMEOUT_MS) |
@@ -641,7 +643,9 @@ const EVENTS =
   `${EVENT_RESOURCES.join(', ')}; weld.status_changed (also for NDT results; change: from, to, reason, cause, ` +
   'ndtRecordId); test_package.released (change: from, to); examination_selection.opened (drawn, counted or ' +
   'progressive, with its state), .closed (an examination that meets it covers the weld), .reopened (a correction ' +
-  'took the weld off the last such examination). Several changes of one ' +
+  'took the weld off the last such examination); webhook.paused (data: {id, pausedAt, pausedReason, createdBy}, ' +
+  'the URL left out: an admin\u2019s endpoint paused because its author was deactivated or stopped being an ' +
+  'admin). Several changes of one ' +
   'resource in one transaction are one event showing the final state. `data` is the resource as its GET shows it ' +
   'after the change. Ids grow in commit order within a tenant, so a reader that passes the last id it has as ' +
   '`after` never misses or repeats an event, even when transactions commit out of the order they began. Events ' +
@@ -654,7 +658,7 @@ function eventPaths(): Record<string, unknown> {
   const webhookProblems = {
     '403': problem('your role may not manage webhooks (admins only), or the CSRF check failed'),
     '422': problem(
-      'a bad field, named in errors (the url: http or https, no credentials, and no loopback, private or link-local address unless WEBHOOK_ALLOW_PRIVATE=true)',
+      'a bad field, named in errors (the url: http or https, no credentials, no special-use name such as localhost or *.local, and an address in it must be globally routable: no range of the IANA special-purpose registries and none of the service\u2019s own addresses)',
     ),
   };
   const webhookId = { ...idParam, description: 'the webhook' };
@@ -729,7 +733,8 @@ function eventPaths(): Record<string, unknown> {
           'The service POSTs each event of the listed types (all when eventTypes is empty) to the url, signed the ' +
           'Standard Webhooks way (see the `webhooks` section), in event order, at least once, starting with the events ' +
           'after this moment. The answer holds the signing secret, the only time it is shown (no Idempotency-Key ' +
-          `here, so that it is never stored). At most ${MAX_WEBHOOKS_PER_TENANT} per tenant.${admin}`,
+          'here, so that it is never stored as a replay); the service keeps it only sealed (AES-256-GCM under ' +
+          `WEBHOOK_SECRET_KEY). At most ${MAX_WEBHOOKS_PER_TENANT} per tenant.${admin}`,
         requestBody: { required: true, ...content('WebhookCreate') },
         responses: {
           '201': {
@@ -753,7 +758,10 @@ function eventPaths(): Record<string, unknown> {
         summary: 'Read a webhook endpoint',
         description:
           'Without its secret. disabledReason says why the service disabled it: an endpoint failing for ' +
-          `WEBHOOK_GIVE_UP_HOURS (24) is disabled; PATCH active=true resumes it where it stopped.${admin}`,
+          'WEBHOOK_GIVE_UP_HOURS (24) is disabled; PATCH active=true resumes it where it stopped. pausedAt and ' +
+          'pausedReason: it paused when its author (createdBy) was deactivated or stopped being an admin; it ' +
+          'receives nothing and its events wait (as long as EVENT_RETENTION_DAYS keeps them) until an admin ' +
+          `resumes it with PATCH active=true, becoming its author.${admin}`,
         parameters: [webhookId, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
         responses: {
           '200': { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') },
@@ -764,7 +772,7 @@ function eventPaths(): Record<string, unknown> {
       },
       patch: {
         summary: 'Change a webhook endpoint',
-        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once.${admin}`,
+        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once; on a paused one it resumes it, from where it stopped, and makes you its author.${admin}`,
         parameters: [webhookId, header('If-Match', 'the ETag you read; 412 if it changed since')],
         requestBody: { required: true, ...content('WebhookPatch') },
         responses: {
@@ -805,11 +813,14 @@ function eventPaths(): Record<string, unknown> {
     '/webhooks/{id}/test': {
       post: {
         summary: 'Send a test message (webhook.test) now',
-        description: `Sends one signed webhook.test message at once, whatever the endpoint's state, and answers with the attempt (also in its deliveries).${admin}`,
+        description: `Sends one signed webhook.test message at once, whether it is active or disabled (a paused one is 409), and answers with the attempt (also in its deliveries): the receiver's HTTP status and how long it took, never its body. An attempt without an HTTP answer (an address the rules refuse, a name that does not resolve, a refused or reset connection, a timeout) is one outcome, answered when WEBHOOK_TIMEOUT_MS has passed, whatever happened sooner.${admin}`,
         parameters: [webhookId],
         responses: {
           '200': { description: 'the attempt and the answer', ...content('WebhookDelivery') },
           '403': webhookProblems['403'],
+          '409': problem(
+            'the endpoint is paused (/problems/webhook-paused): it receives nothing until resumed',
+          ),
           ...common,
         },
       },
@@ -817,7 +828,7 @@ function eventPaths(): Record<string, unknown> {
     '/webhooks/{id}/deliveries': {
       get: {
         summary: "The endpoint's delivery attempts, newest first",
-        description: `Every attempt (retries too) with the status, the first 1,000 characters of the answer or the error, and the time it took; kept EVENT_RETENTION_DAYS.${admin}`,
+        description: `Every attempt (retries too) with the status and the time it took, or the one outcome of an attempt without an answer; kept EVENT_RETENTION_DAYS. The receiver's body is neither kept nor shown.${admin}`,
         parameters: [webhookId, ...queryParameters(DeliveryListQuery)],
         responses: {
           '200': { ...page, ...content('WebhookDeliveryPage') },
@@ -842,6 +853,7 @@ const EVENT_DATA: Record<string, string> = {
   inspection: 'Inspection',
   test_package: 'TestPackage',
   examination_selection: 'ExaminationSelection',
+  webhook: 'WebhookPausedData',
 };
 
 /** OpenAPI 3.1 `webhooks`: the message the service POSTs for each event type, and a test. */
@@ -864,7 +876,7 @@ function eventWebhooks(): Record<string, unknown> {
     '2XX': { description: 'delivered: the next event follows' },
     default: {
       description:
-        'not delivered: retried with the same webhook-id after 5 s, then doubling up to an hour between tries (WEBHOOK_RETRY_BASE_MS); after WEBHOOK_GIVE_UP_HOURS (24) of failures the endpoint is disabled with the reason. Later events wait: each endpoint receives its events in order. Redirects are not followed; no answer within WEBHOOK_TIMEOUT_MS (10 s) is a failure.',
+        'not delivered: retried with the same webhook-id after 5 s, then doubling up to an hour between tries (WEBHOOK_RETRY_BASE_MS); after WEBHOOK_GIVE_UP_HOURS (24) of failures the endpoint is disabled with the reason. Later events wait: each endpoint receives its events in order. Redirects are not followed; no answer within WEBHOOK_TIMEOUT_MS (10 s) is a failure. Only the status is read: the body of the answer is not.',
     },
   };
   const message = (type: string, data: unknown) => ({
@@ -1078,6 +1090,7 @@ function buildDocument() {
     WebhookPatch: json(WebhookPatch, 'input'),
     WebhookDelivery: json(WebhookDelivery),
     WebhookDeliveryPage: json(WebhookDeliveryPage),
+    WebhookPausedData: json(WebhookPausedData),
     ExaminationHistoryPage: json(ExaminationHistoryPage),
     LoginBody: json(LoginBody, 'input'),
     RefreshBody: json(RefreshBody, 'input'),

@@ -5,24 +5,29 @@
 //                                       answer carries the signing secret, the only time it is shown
 //   GET    /webhooks, /webhooks/{id}    the endpoints (keyset pages), one endpoint (ETag)
 //   PATCH  /webhooks/{id}               change url, eventTypes, description, active (If-Match);
-//                                       active=true again clears a disabled endpoint's failure
+//                                       active=true clears a disabled endpoint's failure, and
+//                                       resumes a paused one (its author was deactivated)
 //   DELETE /webhooks/{id}               204
 //   POST   /webhooks/{id}/rotate-secret a new secret, shown once; the old one stops at once
 //   POST   /webhooks/{id}/test          sends a webhook.test message now and answers with the attempt
+//                                       (its status and time; never the receiver's body)
 //   GET    /webhooks/{id}/deliveries    every attempt with its answer, newest first
 //
 // Not a generic resource (resource.ts): its create answers with a secret, which must never be
-// stored as an idempotent replay, so POST /webhooks takes no Idempotency-Key.
+// stored as an idempotent replay, so POST /webhooks takes no Idempotency-Key. The secret is
+// stored sealed (db/webhook-secrets.ts), bound to the endpoint's tenant and id.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { EVENT_TYPES } from '../db/vocabulary.ts';
+import { sealSecret, type StoredSecret, type WebhookSecretKeys } from '../db/webhook-secrets.ts';
 import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
 import type { Route } from '../server/http/route.ts';
+import type { TargetRules } from '../server/http/webhook-address.ts';
 import {
-  deliverWebhook,
   newWebhookSecret,
+  signedDelivery,
   webhookUrlProblem,
 } from '../server/http/webhook-delivery.ts';
 import {
@@ -54,6 +59,17 @@ export const Webhook = z
       .string()
       .nullable()
       .describe('why the service disabled it (failing for 24 hours, with the last answer)'),
+    pausedAt: z.iso
+      .datetime()
+      .nullable()
+      .describe(
+        'when it paused because its author was deactivated or stopped being an admin: nothing is sent, its events wait, until an admin resumes it (PATCH active=true)',
+      ),
+    pausedReason: z.string().nullable().describe('why it paused (the author, and what happened)'),
+    createdBy: z
+      .uuid()
+      .nullable()
+      .describe('its author: the admin who registered it, or who last resumed it'),
     failingSince: z.iso
       .datetime()
       .nullable()
@@ -95,7 +111,12 @@ export const WebhookPatch = z.strictObject({
   url: z.string().min(1).max(2000).optional(),
   eventTypes: eventTypes.optional(),
   description: z.string().max(500).nullable().optional(),
-  active: z.boolean().optional(),
+  active: z
+    .boolean()
+    .optional()
+    .describe(
+      'false: stop sending; true: send again, from where it stopped (clears a failure, resumes a paused endpoint and makes you its author)',
+    ),
 });
 
 export const WebhookDelivery = z
@@ -108,14 +129,31 @@ export const WebhookDelivery = z
     eventType: z.string(),
     attempt: z.number().int().describe('1 for the first try of this message'),
     status: z.number().int().nullable().describe("the endpoint's HTTP status; null: no answer"),
-    response: z.string().nullable().describe('the first 1,000 characters of the answer'),
-    error: z.string().nullable().describe('why there was no usable answer (timeout, refused, ...)'),
-    durationMs: z.number().int(),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        'null when the endpoint answered; else one outcome for every failure without an HTTP answer (an address the rules refuse, a refused or reset connection, a timeout): the service does not tell which',
+      ),
+    durationMs: z
+      .number()
+      .int()
+      .describe('how long the answer took; WEBHOOK_TIMEOUT_MS when there was none'),
     attemptedAt: z.iso.datetime(),
   })
   .describe('One attempt to deliver a message to an endpoint.');
 
 export const WebhookPage = pageOf(Webhook);
+
+/** The data of a webhook.paused event: the endpoint without its URL (every role reads events). */
+export const WebhookPausedData = z
+  .object({
+    id: z.uuid(),
+    pausedAt: z.iso.datetime(),
+    pausedReason: z.string(),
+    createdBy: z.uuid().nullable().describe('the author whose deactivation paused it'),
+  })
+  .describe('A webhook endpoint that paused because its author was deactivated or demoted.');
 export const WebhookDeliveryPage = z.object({
   items: z.array(WebhookDelivery),
   nextCursor: z
@@ -132,28 +170,35 @@ export const WebhookListQuery = z.strictObject({
 export const DeliveryListQuery = HistoryQuery;
 
 const SELECT = `select r.id, r.url, r.event_types as "eventTypes", r.description, r.active,
-  r.disabled_reason as "disabledReason", r.failing_since as "failingSince",
-  case when r.failing_since is not null and r.active then r.next_attempt_at end as "nextAttemptAt",
+  r.disabled_reason as "disabledReason", r.paused_at as "pausedAt",
+  r.paused_reason as "pausedReason", r.created_by as "createdBy", r.failing_since as "failingSince",
+  case when r.failing_since is not null and r.active and r.paused_at is null
+       then r.next_attempt_at end as "nextAttemptAt",
   r.last_event_id::text as "lastEventId", r.version, r.created_at as "createdAt",
   r.updated_at as "updatedAt"
   from weld_hidden.webhooks r`;
 
 const DELIVERY_SELECT = `select d.id::text as id, d.message_id as "messageId",
-  d.event_id::text as "eventId", d.event_type as "eventType", d.attempt, d.status, d.response,
-  d.error, d.duration_ms as "durationMs", d.attempted_at as "attemptedAt"
+  d.event_id::text as "eventId", d.event_type as "eventType", d.attempt, d.status, d.error, d.duration_ms as "durationMs", d.attempted_at as "attemptedAt"
   from weld_hidden.webhook_deliveries d`;
 
 const notFound = () => problems.notFound('No such webhook.');
 
-export interface WebhookOptions {
-  allowPrivate: boolean;
+export interface WebhookOptions extends TargetRules {
   timeoutMs: number;
+  /** Seals new secrets and opens stored ones (for the test message). */
+  secretKeys: WebhookSecretKeys;
 }
 
-/** Refuses a URL that may not be an endpoint; one that may is stored as URL normalizes it. */
-function checkUrl(url: string | undefined, allowPrivate: boolean): void {
+/**
+ * Refuses a URL that may not be an endpoint, as far as its text shows (an address in it is
+ * checked here; a name is resolved and checked at each delivery, so that a registration is no
+ * way to ask this service's resolver what a name means). One that may is stored as URL
+ * normalizes it.
+ */
+function checkUrl(url: string | undefined, rules: TargetRules): void {
   if (url === undefined) return;
-  const problem = webhookUrlProblem(url, allowPrivate);
+  const problem = webhookUrlProblem(url, rules);
   if (problem) throw problems.validation([{ pointer: '/url', detail: problem }]);
 }
 
@@ -179,8 +224,13 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       body: true,
       handler: async (req, res) => {
         const body = parse(WebhookCreate, req.body, 'body');
-        checkUrl(body.url, options.allowPrivate);
+        checkUrl(body.url, options);
         const secret = newWebhookSecret();
+        const id = randomUUID();
+        const sealed = sealSecret(options.secretKeys, secret, {
+          tenantId: req.tenant!.id,
+          webhookId: id,
+        });
         const item = await inDatabase(pool, req, async (db) => {
           // Registrations of one tenant queue here, so concurrent ones cannot pass the count.
           await db.query(prepared('select weld_hidden.lock_webhook_registrations()', []));
@@ -194,22 +244,24 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
               detail: `A tenant may register at most ${MAX_WEBHOOKS_PER_TENANT} webhooks; delete one first.`,
             });
           }
-          const inserted = await db.query<{ id: string }>(
+          await db.query(
             prepared(
-              `insert into weld_hidden.webhooks (url, event_types, description, active, secret)
-               values ($1, $2, $3, $4, $5) returning id`,
+              `insert into weld_hidden.webhooks
+                 (id, url, event_types, description, active, secret_key_id, secret_sealed)
+               values ($1, $2, $3, $4, $5, $6, $7)`,
               [
+                id,
                 new URL(body.url).href,
                 body.eventTypes ?? [],
                 body.description ?? null,
                 body.active ?? true,
-                secret,
+                sealed.keyId,
+                sealed.sealed,
               ],
             ),
           );
-          return (await readWebhook(db, inserted.rows[0]!.id))!;
+          return (await readWebhook(db, id))!;
         });
-        const id = (item as unknown as { id: string }).id;
         res.setHeader('Location', `${base}/${id}`);
         res.setHeader('ETag', `"${item.version}"`);
         res.setHeader('Cache-Control', 'no-store');
@@ -250,7 +302,7 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const body = parse(WebhookPatch, req.body, 'body');
-        checkUrl(body.url, options.allowPrivate);
+        checkUrl(body.url, options);
         const expected = expectedVersion(req);
         const item = await inDatabase(pool, req, async (db) => {
           const { rows } = await db.query<{ version: number }>(
@@ -263,7 +315,9 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
               `update weld_hidden.webhooks
                   set url = coalesce($2, url), event_types = coalesce($3, event_types),
                       description = case when $4 then $5 else description end,
-                      active = coalesce($6, active)
+                      active = coalesce($6, active),
+                      paused_at = case when $6 then null else paused_at end,
+                      paused_reason = case when $6 then null else paused_reason end
                 where id = $1`,
               [
                 id,
@@ -302,9 +356,18 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const secret = newWebhookSecret();
+        const sealed = sealSecret(options.secretKeys, secret, {
+          tenantId: req.tenant!.id,
+          webhookId: id,
+        });
         const item = await inDatabase(pool, req, async (db) => {
           const { rowCount } = await db.query(
-            prepared('update weld_hidden.webhooks set secret = $2 where id = $1', [id, secret]),
+            prepared(
+              `update weld_hidden.webhooks
+                  set secret = null, secret_key_id = $2, secret_sealed = $3, secret_set_at = now()
+                where id = $1`,
+              [id, sealed.keyId, sealed.sealed],
+            ),
           );
           if (!rowCount) throw notFound();
           return (await readWebhook(db, id))!;
@@ -320,12 +383,24 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const endpoint = await inDatabase(pool, req, async (db) => {
-          const { rows } = await db.query<{ url: string; secret: string }>(
-            prepared('select url, secret from weld_hidden.webhooks where id = $1', [id]),
+          const { rows } = await db.query<StoredSecret & { url: string; paused: boolean }>(
+            prepared(
+              `select url, secret, secret_key_id, secret_sealed, paused_at is not null as paused
+                 from weld_hidden.webhooks where id = $1`,
+              [id],
+            ),
           );
           return rows[0];
         });
         if (!endpoint) throw notFound();
+        if (endpoint.paused) {
+          throw new HttpProblem(409, {
+            type: '/problems/webhook-paused',
+            title: 'Webhook paused',
+            detail:
+              'The endpoint is paused (its author was deactivated or is no longer an admin): a paused endpoint receives nothing. Resume it first (PATCH active=true).',
+          });
+        }
         const messageId = `ping_${randomUUID()}`;
         const body = JSON.stringify({
           id: messageId,
@@ -333,27 +408,29 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
           occurredAt: new Date().toISOString(),
           data: { webhookId: id },
         });
-        // Sent outside any transaction: a slow endpoint holds no database connection.
-        const answer = await deliverWebhook(
-          { url: endpoint.url, secret: endpoint.secret, messageId, body },
-          options,
+        // Sent outside any transaction: a slow endpoint holds no database connection. The answer
+        // is the status and the time, or the one outcome of every failure; the cause is logged.
+        const answer = await signedDelivery(
+          options.secretKeys,
+          endpoint,
+          { tenantId: req.tenant!.id, webhookId: id },
+          { url: endpoint.url, messageId, body },
+          {
+            ...options,
+            onFailure: (cause) =>
+              req.log.info({ webhookId: id, cause }, 'webhook test message got no answer'),
+          },
+          req.log,
         );
         const delivery = await inDatabase(pool, req, async (db) => {
           const { rows } = await db.query<Record<string, unknown>>(
             prepared(
               `with d as (
                  insert into weld_hidden.webhook_deliveries
-                   (webhook_id, message_id, event_type, attempt, status, response, error, duration_ms)
-                 values ($1, $2, 'webhook.test', 1, $3, $4, $5, $6) returning *)
+                   (webhook_id, message_id, event_type, attempt, status, error, duration_ms)
+                 values ($1, $2, 'webhook.test', 1, $3, $4, $5) returning *)
                ${DELIVERY_SELECT.replace('weld_hidden.webhook_deliveries d', 'd')}`,
-              [
-                id,
-                messageId,
-                answer.status ?? null,
-                answer.response ?? null,
-                answer.error ?? null,
-                answer.durationMs,
-              ],
+              [id, messageId, answer.status ?? null, answer.error ?? null, answer.durationMs],
             ),
           );
           return rows[0];

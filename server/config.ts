@@ -16,6 +16,8 @@ import {
 } from '../db/config.ts';
 import { POOL_DEFAULTS } from '../db/database.ts';
 import type { TrustProxy } from './http/tenancy.ts';
+import { networkList } from './http/webhook-address.ts';
+import { webhookKeyEnv, type WebhookKeyConfig } from '../db/webhook-secrets.ts';
 
 /** GraphQL's limits when the environment does not set them (see server/graphql-cost.ts). */
 export const GRAPHQL_DEFAULTS = {
@@ -44,12 +46,14 @@ export const WEBHOOK_DEFAULTS = {
   timeoutMs: 10_000,
   retryBaseMs: 5_000,
   giveUpHours: 24,
-  concurrency: 4,
+  concurrency: 8,
+  tenantConcurrency: 2,
   pollMs: 1_000,
 } as const;
 
 const envSchema = z.object({
   ...databaseEnv,
+  ...webhookKeyEnv,
   PORT: port.default(3000),
   HOST: z.string().trim().min(1).optional(),
   TRUST_PROXY: z
@@ -94,11 +98,32 @@ const envSchema = z.object({
   GRAPHQL_POOL_MAX: wholeNumber(1, 500).default(GRAPHQL_DEFAULTS.poolMax),
   EVENT_RETENTION_DAYS: wholeNumber(1, 3650).default(EVENT_DEFAULTS.retentionDays),
   EVENT_STREAMS_PER_USER: wholeNumber(1, 100).default(EVENT_DEFAULTS.streamsPerUser),
-  WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
+  // Exactly true or false: no 1, yes or on that turns the address rule off by a slip.
+  WEBHOOK_ALLOW_PRIVATE: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((value) => value === 'true'),
+  WEBHOOK_ALLOW_NETWORKS: z
+    .string()
+    .trim()
+    .transform((value, ctx) => {
+      const entries = value.split(',').map((entry) => entry.trim());
+      const bad = entries.find((entry) => !networkList([entry]));
+      if (bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `'${bad}' is not a network (address/bits, e.g. 10.1.2.0/24 or fd12:3456::/48)`,
+        });
+        return z.NEVER;
+      }
+      return entries;
+    })
+    .optional(),
   WEBHOOK_TIMEOUT_MS: wholeNumber(1000, 60_000).default(WEBHOOK_DEFAULTS.timeoutMs),
   WEBHOOK_RETRY_BASE_MS: wholeNumber(1000, 3_600_000).default(WEBHOOK_DEFAULTS.retryBaseMs),
   WEBHOOK_GIVE_UP_HOURS: wholeNumber(1, 720).default(WEBHOOK_DEFAULTS.giveUpHours),
   WEBHOOK_CONCURRENCY: wholeNumber(0, 100).default(WEBHOOK_DEFAULTS.concurrency),
+  WEBHOOK_TENANT_CONCURRENCY: wholeNumber(1, 100).default(WEBHOOK_DEFAULTS.tenantConcurrency),
 });
 
 export interface Config {
@@ -143,13 +168,19 @@ export interface Config {
     streamsPerUser: number;
   };
   webhooks: {
-    /** Let endpoints be on loopback and private networks (tests; receivers inside your network). */
+    /** Lift the address rule entirely: the embedded quick start only (and tests). */
     allowPrivate: boolean;
+    /** Private networks where receivers may be (never loopback, link-local or this machine). */
+    allowNetworks: string[];
     timeoutMs: number;
     retryBaseMs: number;
     giveUpHours: number;
     /** Endpoints this instance delivers to at once; 0: this instance sends no webhooks. */
     concurrency: number;
+    /** Endpoints of one tenant this instance delivers to at once: below concurrency (fairness). */
+    tenantConcurrency: number;
+    /** WEBHOOK_SECRET_KEY and _KEYS_OLD; main.ts resolves them (db/webhook-secrets.ts). */
+    secretKeyConfig: WebhookKeyConfig;
     pollMs: number;
   };
 }
@@ -160,6 +191,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // node refuses it too, with a stack trace instead of a line
     throw new ConfigError(
       'Invalid configuration: HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS',
+    );
+  }
+  // The address rule off is for a service on one's own machine (the embedded quick start, whose
+  // example receiver listens on localhost). A deployment (a database URL) that copied the
+  // setting would let every tenant's admin reach the network it runs in: refuse to start.
+  if (e.WEBHOOK_ALLOW_PRIVATE && e.database.kind !== 'embedded') {
+    throw new ConfigError(
+      'Invalid configuration: WEBHOOK_ALLOW_PRIVATE: true is only for the embedded quick start ' +
+        '(no database URL); list the private networks your receivers are on in WEBHOOK_ALLOW_NETWORKS',
     );
   }
   return {
@@ -197,11 +237,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     webhooks: {
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+      allowNetworks: e.WEBHOOK_ALLOW_NETWORKS ?? [],
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
       giveUpHours: e.WEBHOOK_GIVE_UP_HOURS,
       concurrency: e.WEBHOOK_CONCURRENCY,
+      // Never every lane: one tenant's slow receivers leave at least one to the others.
+      tenantConcurrency: Math.min(
+        e.WEBHOOK_TENANT_CONCURRENCY,
+        Math.max(e.WEBHOOK_CONCURRENCY - 1, 1),
+      ),
       pollMs: WEBHOOK_DEFAULTS.pollMs,
+      secretKeyConfig: { current: e.WEBHOOK_SECRET_KEY, old: e.WEBHOOK_SECRET_KEYS_OLD ?? [] },
     },
   };
 }

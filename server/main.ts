@@ -12,6 +12,12 @@ import { openMigratedDatabase } from '../db/migrate.ts';
 import { ensureDemoTenant } from '../db/tenants.ts';
 import { createDemoUsers } from '../db/users.ts';
 import { ConfigError } from '../db/config.ts';
+import {
+  sealPlainSecrets,
+  unknownSecretKeys,
+  webhookSecretKeys,
+  type WebhookSecretKeys,
+} from '../db/webhook-secrets.ts';
 import { createApp, createHttpServer } from './app.ts';
 import { KeyRing } from './auth/keys.ts';
 import { SessionRevocations } from './auth/revocations.ts';
@@ -19,7 +25,7 @@ import { loadConfig, type Config } from './config.ts';
 import { EventNotifications } from '../db/event-notifications.ts';
 import { createGraphql } from './graphql.ts';
 import { startHousekeeping } from './housekeeping.ts';
-import { createLogger } from './http/log.ts';
+import { createLogger, type Logger } from './http/log.ts';
 import { serviceRoutes } from './routes.ts';
 import { startWebhookWorker } from './webhook-worker.ts';
 
@@ -33,12 +39,24 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);
+  // With a database URL the key must be given: refused here, before the database is touched.
+  // The embedded database's is kept in DATA_DIR, which exists once the cluster is open.
+  let secretKeys: WebhookSecretKeys | undefined =
+    config.database.kind === 'embedded'
+      ? undefined
+      : webhookSecretKeys(config.webhooks.secretKeyConfig, config.database);
 
   const target = await openMigratedDatabase(config.database, {
     migrate: config.migrateOnStart,
     log: (message) => logger.info({ component: 'migrate' }, message),
   });
   logger.info({ database: target.description }, 'database ready');
+  secretKeys ??= webhookSecretKeys(config.webhooks.secretKeyConfig, config.database);
+  // Maintenance, not a condition of serving: a failure is a warning, and the next start tries again.
+  await sealWebhookSecrets(target.ownerUrl, secretKeys, logger).catch((error: unknown) =>
+    logger.warn({ err: error }, 'webhook secrets could not be sealed; the next start tries again'),
+  );
+  const webhooks = { ...config.webhooks, secretKeys };
   target.embedded?.supervise((level, message) => logger[level]({ component: 'postgres' }, message));
 
   // A database shutting down (57P01: Ctrl-C reaches the embedded PostgreSQL too, in the same
@@ -88,9 +106,15 @@ async function main(): Promise<void> {
     onError: (error) => logger.warn({ err: error }, 'event listener connection failed'),
   });
   await notifications.start();
+  if (config.webhooks.allowPrivate) {
+    logger.warn(
+      'WEBHOOK_ALLOW_PRIVATE=true: webhooks may reach any address, this machine included ' +
+        '(the quick start only)',
+    );
+  }
   const webhookWorker =
     config.webhooks.concurrency > 0
-      ? startWebhookWorker(pool, notifications, logger, config.webhooks)
+      ? startWebhookWorker(pool, notifications, logger, webhooks)
       : undefined;
   // The GraphQL schema takes a second or two of CPU to build: it is built once the server listens
   // (below), so REST serves at once; a GraphQL request that comes first waits for the build.
@@ -117,7 +141,7 @@ async function main(): Promise<void> {
         streamsPerUser: config.events.streamsPerUser,
         sessionEnded: (tenantId, sessionId) => revocations.isRevoked(tenantId, sessionId),
       },
-      webhooks: config.webhooks,
+      webhooks,
       imports: config.imports,
     }),
   });
@@ -195,6 +219,32 @@ async function main(): Promise<void> {
       void stop('GraphQL schema build failed', 1);
     },
   );
+}
+
+/**
+ * Seals the webhook secrets still stored in plain text (from before sealing, or from an older
+ * instance during an upgrade), and warns of secrets sealed with keys this instance lacks.
+ */
+async function sealWebhookSecrets(ownerUrl: string, keys: WebhookSecretKeys, logger: Logger) {
+  const owner = await connectClient(ownerUrl);
+  try {
+    const sealed = await sealPlainSecrets(owner, keys);
+    if (sealed > 0) {
+      logger.info(
+        { keyId: keys.current.id, sealed },
+        'webhook secrets stored in plain text sealed',
+      );
+    }
+    for (const { keyId, secrets } of await unknownSecretKeys(owner, keys)) {
+      logger.warn(
+        { keyId, secrets },
+        'webhook secrets sealed with a key this instance does not have: their endpoints get ' +
+          'nothing from it; add the key to WEBHOOK_SECRET_KEYS_OLD',
+      );
+    }
+  } finally {
+    await owner.end();
+  }
 }
 
 await main().catch((error: unknown) => {

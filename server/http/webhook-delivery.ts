@@ -6,17 +6,30 @@
 //   webhook-signature: v1,<base64 HMAC-SHA256 over "<id>.<timestamp>.<body>", keyed with the
 //                      bytes of the endpoint's secret (whsec_<base64>)>
 //
-// Server-side request forgery: an endpoint's URL is the caller's choice, and the service sits
-// inside someone's network. So only http(s), no credentials in the URL, and no loopback, private,
-// link-local or otherwise internal address, checked on the address actually connected to (the
-// lookup is ours, so a name that resolves to an internal address, or changes its answer between a
-// check and the connection, is refused too). WEBHOOK_ALLOW_PRIVATE=true lifts the address rule
-// (tests, and receivers on the same private network). Redirects are not followed.
+// Server-side request forgery: an endpoint's URL is the caller's choice. So only http(s), no
+// credentials in the URL, and only globally routable addresses (webhook-address.ts), checked on
+// every address the name resolves to, and the connection goes to the checked address (pinned: no
+// second lookup, a fresh connection each time, redirects not followed).
+//
+// The caller learns as little as possible about what is behind the URL: the answer's status and
+// how long it took, never its body or headers. An attempt that got no HTTP answer (an address
+// refused by the rule, a name that does not resolve, a refused connection, a reset, a TLS
+// failure, a timeout) is one outcome, NO_ANSWER, reported when the full timeout has passed
+// whatever happened sooner, so that an open port and a closed one look the same. The cause goes
+// to the server's log only (onFailure).
 import { createHmac, randomBytes } from 'node:crypto';
-import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
+import type { LookupFunction } from 'node:net';
+import {
+  openSecret,
+  SecretUnreadable,
+  type SecretOwner,
+  type StoredSecret,
+  type WebhookSecretKeys,
+} from '../../db/webhook-secrets.ts';
+import type { Logger } from './log.ts';
+import { addressProblem, resolveTarget, type TargetRules } from './webhook-address.ts';
 
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
@@ -30,49 +43,11 @@ export function signWebhook(secret: string, messageId: string, timestamp: number
   return `v1,${mac}`;
 }
 
-/** Addresses a webhook may not reach unless WEBHOOK_ALLOW_PRIVATE=true. */
-const INTERNAL = new net.BlockList();
-for (const [network, bits] of [
-  ['0.0.0.0', 8], // "this" network
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata services
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15], // benchmarking
-  ['224.0.0.0', 3], // multicast and reserved
-] as const) {
-  INTERNAL.addSubnet(network, bits, 'ipv4');
-}
-for (const [network, bits] of [
-  ['::', 96], // unspecified, loopback, and the deprecated IPv4-compatible ::a.b.c.d
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-  ['64:ff9b::', 96], // NAT64 of any IPv4 address
-] as const) {
-  INTERNAL.addSubnet(network, bits, 'ipv6');
-}
-
-export function isInternalAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return INTERNAL.check(address, 'ipv4');
-  if (family !== 6) return true; // not an address at all: refuse
-  // IPv4-mapped (::ffff:a.b.c.d, or ::ffff:7f00:1 in hex): judged as the IPv4 address it is.
-  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (dotted) return INTERNAL.check(dotted[1]!, 'ipv4');
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hex) {
-    const [high, low] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
-    return INTERNAL.check(`${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, 'ipv4');
-  }
-  return INTERNAL.check(address, 'ipv6');
-}
+/** Special-use names (RFC 6761, 6762, 8375) that never name a receiver on the internet. */
+const LOCAL_NAME = /(^|\.)(localhost|local|localdomain|internal|home\.arpa)$/;
 
 /** Why a URL cannot be a webhook endpoint (undefined: it can, as far as its text shows). */
-export function webhookUrlProblem(text: string, allowPrivate: boolean): string | undefined {
+export function webhookUrlProblem(text: string, rules: TargetRules): string | undefined {
   let url: URL;
   try {
     url = new URL(text);
@@ -82,17 +57,18 @@ export function webhookUrlProblem(text: string, allowPrivate: boolean): string |
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be http or https';
   if (url.username || url.password) return 'must not carry credentials';
   if (url.hash) return 'must not have a fragment';
-  if (allowPrivate) return undefined;
+  if (rules.allowPrivate) return undefined;
   // Without brackets, and without the trailing dot of a fully qualified name (localhost.).
   const host = url.hostname
     .replace(/^\[(.*)\]$/, '$1')
     .replace(/\.$/, '')
     .toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.internal')) {
-    return 'must not point at this machine or an internal network (WEBHOOK_ALLOW_PRIVATE)';
+  if (LOCAL_NAME.test(host)) {
+    return 'must not name this machine or a local network (a globally routable address only)';
   }
-  if (net.isIP(host) && isInternalAddress(host)) {
-    return 'must not point at a loopback, private or link-local address (WEBHOOK_ALLOW_PRIVATE)';
+  const problem = addressProblem(host, rules);
+  if (problem && problem !== 'is not an IP address') {
+    return `must be a globally routable address: ${host} ${problem}`;
   }
   return undefined;
 }
@@ -104,48 +80,64 @@ export interface WebhookMessage {
   body: string;
 }
 
+export interface DeliveryOptions extends TargetRules {
+  /** The whole attempt, and the one time after which every attempt without an answer ends. */
+  timeoutMs: number;
+  /** Why an attempt got no answer, for the server's log (never for the endpoint's admin). */
+  onFailure?: (cause: string) => void;
+}
+
 export interface WebhookAnswer {
-  /** The HTTP status; undefined when there was no answer (see error). */
+  /** The HTTP status; undefined when there was no answer (error says so). */
   status?: number;
-  /** The first 1,000 characters of the answer's body. */
-  response?: string;
+  /** NO_ANSWER (the one outcome of every failure without an HTTP status), or a refusal to send. */
   error?: string;
   durationMs: number;
 }
 
-const RESPONSE_KEEP = 1000;
+/** The error of every attempt that got no HTTP answer, whatever the cause. */
+export function noAnswer(timeoutMs: number): string {
+  return `no answer: the address was refused or unreachable, or it did not answer within ${timeoutMs} ms`;
+}
 
 /** Sends one message; never throws (a failure is an answer with an error). */
-export function deliverWebhook(
+export async function deliverWebhook(
   message: WebhookMessage,
-  options: { timeoutMs: number; allowPrivate: boolean },
+  options: DeliveryOptions,
 ): Promise<WebhookAnswer> {
   const started = performance.now();
-  const took = () => Math.round(performance.now() - started);
-  return new Promise((resolve) => {
+  const failed = async (cause: string): Promise<WebhookAnswer> => {
+    options.onFailure?.(cause);
+    const left = options.timeoutMs - (performance.now() - started);
+    if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+    return { error: noAnswer(options.timeoutMs), durationMs: options.timeoutMs };
+  };
+
+  const problem = webhookUrlProblem(message.url, options);
+  if (problem) return failed(`refused: the URL ${problem}`);
+  const url = new URL(message.url);
+  const target = await resolveTarget(url.hostname, options);
+  if ('problem' in target) return failed(`refused: ${target.problem}`);
+
+  // The checked address, and no other: net.connect asks this instead of the resolver.
+  const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
+    if (lookupOptions.all) callback(null, [{ address: target.address, family: target.family }]);
+    else callback(null, target.address, target.family);
+  };
+  const timestamp = Math.floor(Date.now() / 1000);
+  const client = url.protocol === 'https:' ? https : http;
+  const outcome = await new Promise<{ status: number } | { cause: string }>((resolve) => {
     let settled = false;
-    const finish = (answer: Omit<WebhookAnswer, 'durationMs'>) => {
+    const settle = (value: { status: number } | { cause: string }) => {
       if (settled) return;
       settled = true;
-      // PostgreSQL text holds no NUL: an answer carrying one is kept without it.
-      const clean = (text: string | undefined) => text?.replaceAll('\u0000', '');
-      resolve({
-        ...answer,
-        response: clean(answer.response),
-        error: clean(answer.error),
-        durationMs: took(),
-      });
+      resolve(value);
     };
-    const problem = webhookUrlProblem(message.url, options.allowPrivate);
-    if (problem) {
-      finish({ error: `refused: the URL ${problem}` });
-      return;
-    }
-    const url = new URL(message.url);
-    const timestamp = Math.floor(Date.now() / 1000);
-    const client = url.protocol === 'https:' ? https : http;
     const request = client.request(url, {
       method: 'POST',
+      // A connection of its own: never a pooled socket opened for an earlier lookup.
+      agent: false,
+      lookup: pinned,
       headers: {
         'Content-Type': 'application/json',
         'User-Agent': 'weld-data-service-webhooks',
@@ -158,49 +150,52 @@ export function deliverWebhook(
           message.body,
         ),
       },
-      // The connection goes to the address checked here, nowhere else.
-      lookup: (hostname, lookupOptions, callback) => {
-        dns.lookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
-          if (error) return callback(error, '', 0);
-          const list = addresses;
-          const refused = options.allowPrivate
-            ? undefined
-            : list.find((a) => isInternalAddress(a.address));
-          if (refused || list.length === 0) {
-            const reason = refused
-              ? `refused: ${hostname} resolves to an internal address (WEBHOOK_ALLOW_PRIVATE)`
-              : `${hostname} has no address`;
-            return callback(new Error(reason), '', 0);
-          }
-          if (lookupOptions.all) return callback(null, list);
-          return callback(null, list[0]!.address, list[0]!.family);
-        });
-      },
     });
-    // The whole attempt, answer included, within the timeout: an endpoint that trickles its answer
-    // holds the endpoint's worker no longer than one that does not answer at all.
+    // The whole attempt within the timeout: an endpoint that trickles its headers holds its lane
+    // no longer than one that does not answer at all.
     const deadline = setTimeout(
       () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)),
       options.timeoutMs,
     );
     request.on('close', () => clearTimeout(deadline));
-    request.on('error', (error) => finish({ error: error.message }));
+    request.on('error', (error: Error & { code?: string }) =>
+      settle({ cause: error.code ?? error.message }),
+    );
     request.on('response', (response) => {
-      let text = '';
-      const answered = () => {
-        finish({ status: response.statusCode, response: text.slice(0, RESPONSE_KEEP) });
-        request.destroy(); // the rest of a long answer is not read
-      };
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        text += chunk;
-        if (text.length >= RESPONSE_KEEP) answered();
-      });
-      response.on('end', answered);
-      response.on('error', (error) =>
-        finish({ status: response.statusCode, error: error.message }),
-      );
+      // The status is the answer; the body is neither read nor kept.
+      settle({ status: response.statusCode ?? 0 });
+      response.destroy();
+      request.destroy();
     });
     request.end(message.body);
   });
+  if ('cause' in outcome) return failed(outcome.cause);
+  return { status: outcome.status, durationMs: Math.round(performance.now() - started) };
+}
+
+/**
+ * Opens the endpoint's stored secret and sends the message signed with it. A secret this
+ * instance cannot open (its key is not configured here) is not sent at all: the attempt fails
+ * with a message naming the key (never unsigned, never with another secret), and is retried.
+ */
+export async function signedDelivery(
+  keys: WebhookSecretKeys,
+  stored: StoredSecret,
+  owner: SecretOwner,
+  message: Omit<WebhookMessage, 'secret'>,
+  options: DeliveryOptions,
+  logger: Logger,
+): Promise<WebhookAnswer> {
+  let secret: string;
+  try {
+    secret = openSecret(keys, stored, owner);
+  } catch (error) {
+    if (!(error instanceof SecretUnreadable)) throw error;
+    logger.warn({ ...owner, keyId: error.keyId }, error.message);
+    return {
+      error: `not sent: this instance cannot open the endpoint's secret (key ${error.keyId}); the operator must configure that key`,
+      durationMs: 0,
+    };
+  }
+  return deliverWebhook({ ...message, secret }, options);
 }

@@ -203,9 +203,9 @@ test('catalog: each function is executable by exactly the roles that call it', a
       server(rules),
     'weld_hidden.applied_migration()': server(owner),
     // The webhook worker's and the housekeeping's (events, 000010): the server's, across tenants.
-    'weld_hidden.claim_webhook_deliveries(instance text, lease_seconds integer, max_endpoints integer)':
+    'weld_hidden.claim_webhook_deliveries(instance text, lease_seconds integer, per_tenant integer)':
       server(owner),
-    'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, answer text, failure text, retry_after_ms integer, give_up_seconds integer)':
+    'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, failure text, retry_after_ms integer, give_up_seconds integer)':
       server(owner),
     'weld_hidden.purge_events(keep_days integer)': server(owner),
     // The weld register import (000013): engineers and up import; every reader's export.
@@ -277,6 +277,9 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg__selection_closure()': owner,
     'weld_private.tg__selection_outbox()': owner,
     'weld_private.tg_webhooks__position()': owner,
+    // An author's endpoints pause with them (F14): a trigger of users, and the migration.
+    'weld_private.pause_webhooks_of(tenant uuid, author_id uuid)': owner,
+    'weld_private.tg_users__pause_webhooks()': owner,
     'weld_private.tg_webhooks__touch()': owner,
     'weld_private.create_tenant(slug text, name text, origins text[])': owner,
     'weld_private.create_user(tenant uuid, user_name citext, display_name text, role weld_public.user_role, password_hash text)':
@@ -525,7 +528,7 @@ const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
   [
     'finish_webhook_delivery',
     `select weld_hidden.finish_webhook_delivery(gen_random_uuid(), gen_random_uuid(), 'attacker',
-       1, 200, 5, null, null, 1000, 86400)`,
+       1, 200, 5, null, 1000, 86400)`,
     [],
   ],
 ];

@@ -303,8 +303,8 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
     });
   }
 
-  // What a seed does not make: a webhook (to a closed port on loopback, so that a test message
-  // fails at once), an import, examination selections.
+  // What a seed does not make: a webhook (to a closed port on loopback: a test message fails,
+  // after the webhook timeout as every failure does), an import, examination selections.
   const as = (role: Role, path: string, body: unknown, type = 'application/json') =>
     request(port, {
       method: 'POST',

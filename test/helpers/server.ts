@@ -15,6 +15,8 @@ import { createGraphql } from '../../server/graphql.ts';
 import { createLogger } from '../../server/http/log.ts';
 import type { Route } from '../../server/http/route.ts';
 import type { TrustProxy } from '../../server/http/tenancy.ts';
+import type { TargetRules } from '../../server/http/webhook-address.ts';
+import { webhookSecretKeys, type WebhookSecretKeys } from '../../db/webhook-secrets.ts';
 import { serviceRoutes } from '../../server/routes.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -27,6 +29,13 @@ export interface TestServer {
 }
 
 export const TEST_TOKEN_TTL = { accessTokenTtl: 600, refreshTokenTtl: 3600 };
+
+/** WEBHOOK_SECRET_KEY of the tests' servers (in process and spawned): fixed, so not secret. */
+export const TEST_WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
+export const TEST_WEBHOOK_SECRET_KEYS = webhookSecretKeys(
+  { current: Buffer.from(TEST_WEBHOOK_SECRET_KEY, 'base64'), old: [] },
+  { kind: 'root', rootUrl: 'postgres://unused' },
+);
 
 export async function startServer(
   t: ExecutionContext,
@@ -44,6 +53,12 @@ export async function startServer(
     maxReplay?: number;
     /** WEBHOOK_ALLOW_PRIVATE (default true: test receivers listen on loopback). */
     webhookAllowPrivate?: boolean;
+    /** The address rule's other settings and hooks (a resolver, this machine's addresses). */
+    webhookTargets?: Omit<TargetRules, 'allowPrivate'>;
+    /** WEBHOOK_TIMEOUT_MS (default 2000). */
+    webhookTimeoutMs?: number;
+    /** The keys webhook secrets are sealed with (default TEST_WEBHOOK_SECRET_KEYS). */
+    webhookSecretKeys?: WebhookSecretKeys;
     /** IMPORT_MAX_BYTES (default: the service's). */
     importMaxBytes?: number;
   } = {},
@@ -79,7 +94,12 @@ export async function startServer(
           sessionEnded: (tenantId, sessionId) => revocations.isRevoked(tenantId, sessionId),
         },
         // Test receivers listen on loopback; the address rule has tests of its own.
-        webhooks: { allowPrivate: options.webhookAllowPrivate ?? true, timeoutMs: 2000 },
+        webhooks: {
+          ...options.webhookTargets,
+          allowPrivate: options.webhookAllowPrivate ?? true,
+          timeoutMs: options.webhookTimeoutMs ?? 2000,
+          secretKeys: options.webhookSecretKeys ?? TEST_WEBHOOK_SECRET_KEYS,
+        },
         imports: { maxBytes: options.importMaxBytes ?? IMPORT_DEFAULTS.maxBytes },
       }),
       ...(options.extraRoutes ?? []),
@@ -122,7 +142,13 @@ export async function spawnServer(
 ): Promise<SpawnedServer> {
   const child = spawn(process.execPath, [path.join(ROOT, 'server/main.ts')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached ?? false,
   });
@@ -171,7 +197,11 @@ export async function spawnServer(
 export async function runServerToExit(
   env: Record<string, string>,
 ): Promise<{ code: number | null; output: string }> {
-  return runNode([path.join(ROOT, 'server/main.ts')], { PORT: '0', ...env });
+  return runNode([path.join(ROOT, 'server/main.ts')], {
+    PORT: '0',
+    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    ...env,
+  });
 }
 
 /** Runs `weld-admin` with the arguments and environment given. */

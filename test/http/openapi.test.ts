@@ -12,7 +12,7 @@ import { serviceRoutes } from '../../server/routes.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request } from '../helpers/http.ts';
-import { startServer } from '../helpers/server.ts';
+import { startServer, TEST_WEBHOOK_SECRET_KEYS } from '../helpers/server.ts';
 
 test('the document is valid OpenAPI 3.1 (standard validator)', async (t) => {
   const validator = new Validator();
@@ -92,7 +92,7 @@ test('every route the service mounts is a documented operation, and every operat
     graphql: {} as Graphql,
     auth: { accessTokenTtl: 600, refreshTokenTtl: 86_400 },
     events: { notifications: {} as EventNotifications, streamsPerUser: 5 },
-    webhooks: { allowPrivate: false, timeoutMs: 1000 },
+    webhooks: { allowPrivate: false, timeoutMs: 1000, secretKeys: TEST_WEBHOOK_SECRET_KEYS },
     imports: { maxBytes: 1024 },
   });
   const documented = openapiDocument().paths as Record<string, Record<string, unknown>>;
