@@ -81,6 +81,37 @@ const CountAggregatePlugin: GraphileConfig.Plugin = {
   },
 };
 
+/**
+ * Node ids without the tenant. Every tenant table's primary key is (tenant_id, <key>) in the
+ * database (DESIGN.md: distributable by tenant_id), and PostGraphile encodes a node id from the
+ * primary key, so `id` held the tenant's UUID in plain base64. For PostGraphile, this plugin makes
+ * <key> alone the primary key and keeps (tenant_id, <key>) as a unique key (with its smart tags),
+ * which is the substitute primary key Graphile's author advises for keys that must not show
+ * (graphile/graphile-engine#698). Row security makes <key> unique within the session's tenant:
+ * `node(id:)`, updateX(input: {id}) and deleteX(input: {id}) look the row up by <key> under the
+ * caller's tenant, so a node id of tenant A finds nothing at tenant B. Relations still join on the
+ * real keys; `orderBy: PRIMARY_KEY_ASC` orders by <key>, the same order within one tenant.
+ */
+const TenantlessNodeIdPlugin: GraphileConfig.Plugin = {
+  name: 'WeldTenantlessNodeIdPlugin',
+  version: '1.0.0',
+  gather: {
+    hooks: {
+      pgTables_PgResourceOptions(_info, event) {
+        const uniques = event.resourceOptions.uniques ?? [];
+        const primary = uniques.find((unique) => unique.isPrimary);
+        const [first, ...key] = primary?.attributes ?? [];
+        if (!primary || first !== 'tenant_id' || key.length === 0) return;
+        const { isPrimary: _, ...rest } = primary;
+        event.resourceOptions.uniques = [
+          { ...rest, attributes: key, isPrimary: true },
+          ...uniques.map((unique) => (unique === primary ? rest : unique)),
+        ];
+      },
+    },
+  },
+};
+
 export function graphqlPreset(
   pool: pg.Pool,
   options: { statementTimeoutMs?: number; maskError?: MaskError } = {},
@@ -90,7 +121,7 @@ export function graphqlPreset(
   );
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset, PostGraphileConnectionFilterPreset],
-    plugins: [CountAggregatePlugin],
+    plugins: [CountAggregatePlugin, TenantlessNodeIdPlugin],
     pgServices: [
       makePgService({
         pool,
