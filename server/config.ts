@@ -23,8 +23,19 @@ import { webhookKeyEnv, type WebhookKeyConfig } from '../db/webhook-secrets.ts';
 export const GRAPHQL_DEFAULTS = {
   maxCost: 100_000,
   statementTimeoutMs: 10_000,
+  deadlineMs: 10_000,
   poolMax: 5,
+  requestsPerUser: 2,
 } as const;
+
+/**
+ * GraphQL requests one tenant may have in flight on an instance, when GRAPHQL_REQUESTS_PER_TENANT
+ * is not set: every connection of GraphQL's pool but one, so another tenant always finds one (a
+ * pool of one connection cannot leave any).
+ */
+export function defaultRequestsPerTenant(poolMax: number): number {
+  return Math.max(1, poolMax - 1);
+}
 
 /**
  * How long a slow or idle client may hold a socket, when the environment does not say (README,
@@ -95,7 +106,10 @@ const envSchema = z.object({
   GRAPHQL_STATEMENT_TIMEOUT_MS: wholeNumber(100, 600_000).default(
     GRAPHQL_DEFAULTS.statementTimeoutMs,
   ),
+  GRAPHQL_DEADLINE_MS: wholeNumber(100, 600_000).default(GRAPHQL_DEFAULTS.deadlineMs),
   GRAPHQL_POOL_MAX: wholeNumber(1, 500).default(GRAPHQL_DEFAULTS.poolMax),
+  GRAPHQL_REQUESTS_PER_USER: wholeNumber(1, 1000).default(GRAPHQL_DEFAULTS.requestsPerUser),
+  GRAPHQL_REQUESTS_PER_TENANT: wholeNumber(1, 1000).optional(),
   EVENT_RETENTION_DAYS: wholeNumber(1, 3650).default(EVENT_DEFAULTS.retentionDays),
   EVENT_STREAMS_PER_USER: wholeNumber(1, 100).default(EVENT_DEFAULTS.streamsPerUser),
   // Exactly true or false: no 1, yes or on that turns the address rule off by a slip.
@@ -156,10 +170,16 @@ export interface Config {
   graphql: {
     /** The cost budget of one GraphQL request. */
     maxCost: number;
-    /** statement_timeout of each GraphQL transaction, in ms. */
+    /** The longest one statement of a GraphQL request may run, in ms. */
     statementTimeoutMs: number;
+    /** All the database work of one GraphQL request together, in ms (server/graphql-request.ts). */
+    deadlineMs: number;
     /** Connections of GraphQL's own pool, apart from REST's: reports cannot starve the API. */
     poolMax: number;
+    /** GraphQL requests one user may have in flight on this instance (at most requestsPerTenant). */
+    requestsPerUser: number;
+    /** GraphQL requests one tenant may have in flight on this instance; one more is 429. */
+    requestsPerTenant: number;
   };
   events: {
     /** Events older than this are purged (the feed answers 410 to a cursor into them). */
@@ -226,11 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signingKeys: e.JWT_SIGNING_KEYS === undefined ? undefined : signingKeys(e.JWT_SIGNING_KEYS),
       keysReloadMs: e.SIGNING_KEYS_RELOAD_SECONDS * 1000,
     },
-    graphql: {
-      maxCost: e.GRAPHQL_MAX_COST,
-      statementTimeoutMs: e.GRAPHQL_STATEMENT_TIMEOUT_MS,
-      poolMax: e.GRAPHQL_POOL_MAX,
-    },
+    graphql: graphqlLimits(e),
     events: {
       retentionDays: e.EVENT_RETENTION_DAYS,
       streamsPerUser: e.EVENT_STREAMS_PER_USER,
@@ -250,6 +266,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollMs: WEBHOOK_DEFAULTS.pollMs,
       secretKeyConfig: { current: e.WEBHOOK_SECRET_KEY, old: e.WEBHOOK_SECRET_KEYS_OLD ?? [] },
     },
+  };
+}
+
+function graphqlLimits(e: z.infer<typeof envSchema>): Config['graphql'] {
+  const requestsPerTenant =
+    e.GRAPHQL_REQUESTS_PER_TENANT ?? defaultRequestsPerTenant(e.GRAPHQL_POOL_MAX);
+  return {
+    maxCost: e.GRAPHQL_MAX_COST,
+    statementTimeoutMs: e.GRAPHQL_STATEMENT_TIMEOUT_MS,
+    deadlineMs: e.GRAPHQL_DEADLINE_MS,
+    poolMax: e.GRAPHQL_POOL_MAX,
+    // A user is one of the tenant's: never more than the tenant may have.
+    requestsPerUser: Math.min(e.GRAPHQL_REQUESTS_PER_USER, requestsPerTenant),
+    requestsPerTenant,
   };
 }
 

@@ -13,6 +13,12 @@
 //   - other lists of objects (groupedAggregates) count as PAGE_SIZE.max (500) entries;
 //   - totalCount, aggregates and groupedAggregates read every matching row, not a page: each
 //     costs SCAN_WEIGHT (50) instead of 1;
+//   - a computed column (a SQL function of the row: readiness, checks, qualification status,
+//     examination) costs its weight in COMPUTED_COLUMN_WEIGHTS per object, what it takes next to
+//     reading a stored value (measured: bench/RESULTS.md, "GraphQL computed columns");
+//   - a `filter` reads rows until the page is full, which may be all of them: a connection that
+//     returns rows costs SCAN_WEIGHT more when filtered, and every computed column the filter
+//     names costs SCAN_WEIGHT times its weight (it runs on each row the filter looks at);
 //   - introspection reads the schema, not the database, but a full one is megabytes: __schema
 //     costs INTROSPECTION_COST (10,000: one per request is fine, GraphiQL needs one), __type a
 //     hundredth of that, __typename 1.
@@ -69,6 +75,26 @@ export const MAX_QUERY_LENGTH = 50_000;
 export const MAX_FIELDS = 1_000;
 /** What totalCount, aggregates and groupedAggregates cost: they scan the rows, not a page. */
 export const SCAN_WEIGHT = 50;
+/**
+ * What a computed column costs per object, where a stored value costs 1. One unit is about 0.1 ms
+ * of database time (the budget, 100,000, is about the deadline, 10 s): readiness walks every weld
+ * of a package, a weld's checks run every code rule on it, an ISO's examination its lots. Every
+ * computed column of the schema is here (test/http/graphql-cost.test.ts checks it against the
+ * catalog), so a new one cannot join at the price of a stored value.
+ */
+export const COMPUTED_COLUMN_WEIGHTS: Readonly<Record<string, number>> = {
+  'TestPackage.ready': 100,
+  'TestPackage.readinessReasons': 100,
+  'Iso.examination': 20,
+  'Weld.checks': 10,
+  'Welder.qualificationStatus': 10,
+  'Welder.continuity': 5,
+  'WpsDocument.checks': 5,
+  'ExaminationSelection.state': 5,
+  'ExaminationSelection.inspectionId': 5,
+  'ExaminationSelection.ndtRecordId': 5,
+  'NdtRecordWeld.effectiveResult': 2,
+};
 /** Fields of a connection that read every matching row. */
 const SCANNING_FIELDS = new Set(['totalCount', 'aggregates', 'groupedAggregates']);
 /** Fields of a connection that repeat what is under them for each row of the page. */
@@ -295,7 +321,7 @@ class CostWalk {
     if (name.startsWith('__')) return META_FIELD_COST[name] ?? 1;
     const field = parent.getFields()[name]!;
     const type = getNamedType(field.type);
-    let self = 1;
+    let self = COMPUTED_COLUMN_WEIGHTS[`${parent.name}.${name}`] ?? 1;
     if (isConnection(parent) && SCANNING_FIELDS.has(name)) self = SCAN_WEIGHT;
     if (isConnection(parent) && name === 'pageInfo') self = 1 + (page ?? 0);
     if (isLeafType(type)) return self;
@@ -308,7 +334,7 @@ class CostWalk {
     let childPage: number | undefined;
     if (isObjectType(type) && isConnection(type)) {
       childPage = this.pageSize(field, type, nodes[0]!, sets, path);
-      self += this.offset(field, nodes[0]!);
+      self += this.offset(field, nodes[0]!) + this.filterCost(field, type, nodes[0]!, childPage);
     }
     return self + values * this.selectionCost(type as GraphQLCompositeType, sets, path, childPage);
   }
@@ -317,6 +343,39 @@ class CostWalk {
   private offset(field: GraphQLField<unknown, unknown>, node: FieldNode): number {
     const offset = getArgumentValues(field, node, this.variables).offset;
     return typeof offset === 'number' && offset > 0 ? offset : 0;
+  }
+
+  /**
+   * What a connection's `filter` adds: the rows it looks at to fill a page (when the connection
+   * returns rows; totalCount and aggregates scan anyway), and each computed column it names on
+   * every one of them. Keys are found at any depth (and, or, not), on the connection's own rows.
+   */
+  private filterCost(
+    field: GraphQLField<unknown, unknown>,
+    connection: GraphQLObjectType,
+    node: FieldNode,
+    page: number | undefined,
+  ): number {
+    const filter = getArgumentValues(field, node, this.variables).filter;
+    if (filter === undefined || filter === null) return 0;
+    const rowType = getNamedType(connection.getFields().nodes?.type);
+    const named = new Set<string>();
+    const walk = (value: unknown): void => {
+      if (Array.isArray(value)) value.forEach(walk);
+      else if (typeof value === 'object' && value !== null) {
+        for (const [key, inner] of Object.entries(value)) {
+          named.add(key);
+          if (key === 'and' || key === 'or' || key === 'not') walk(inner);
+        }
+      }
+    };
+    walk(filter);
+    let cost = page === undefined ? 0 : SCAN_WEIGHT;
+    for (const key of named) {
+      const weight = rowType && COMPUTED_COLUMN_WEIGHTS[`${rowType.name}.${key}`];
+      if (weight) cost += SCAN_WEIGHT * weight;
+    }
+    return cost;
   }
 
   /**

@@ -1,15 +1,20 @@
 // GraphQL for analysts: PostGraphile 5 reflecting the weld_public schema. What it shows is decided
 // in the database (grants, row security, smart comments in migrations/); this file chooses the
 // presets, hands each request's role and tenant to PostGraphile's transaction, and sets limits so
-// one query cannot take the service down:
+// one query cannot take the service down, nor one user or tenant take it from the others:
 //   - a query text of at most 50,000 characters and 1,000 fields (MAX_QUERY_LENGTH, MAX_FIELDS)
 //   - depth at most 10 (lists at most 4 deep), by @graphile/depth-limit
 //   - every connection that reads rows (nodes, edges, pageInfo) needs first or last, 1 to 500
 //   - a cost budget (GRAPHQL_MAX_COST, default 100,000): see graphql-cost.ts
-//   - a statement timeout for each GraphQL transaction (GRAPHQL_STATEMENT_TIMEOUT_MS, 10 s)
+//   - requests in flight per user and per tenant (GRAPHQL_REQUESTS_PER_USER, 2, and
+//     GRAPHQL_REQUESTS_PER_TENANT, the pool's connections but one): one more is 429
+//   - one connection and one transaction per request, and one deadline for all of its database
+//     work (GRAPHQL_DEADLINE_MS, 10 s; each statement at most GRAPHQL_STATEMENT_TIMEOUT_MS):
+//     see graphql-request.ts
 //   - a pool of its own (GRAPHQL_POOL_MAX, made by main.ts), so reports never starve REST
 // A query over a limit is refused before it runs: 400 problem+json, /problems/query-too-large or
-// /problems/query-too-costly. Errors and logging: graphql-errors.ts.
+// /problems/query-too-costly; a request over the concurrency limits is 429
+// /problems/too-many-graphql-requests. Errors and logging: graphql-errors.ts.
 import { PgAggregatesPreset } from '@graphile/pg-aggregates';
 import express, { type RequestHandler } from 'express';
 import type pg from 'pg';
@@ -20,8 +25,9 @@ import type { GraphQLSchema } from 'postgraphile/graphql';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { PostGraphileConnectionFilterPreset } from 'postgraphile-plugin-connection-filter';
 import { sessionSettings } from '../db/database.ts';
-import { GRAPHQL_DEFAULTS } from './config.ts';
+import { defaultRequestsPerTenant, GRAPHQL_DEFAULTS } from './config.ts';
 import { checkGraphqlRequest, type GraphqlRequestBody } from './graphql-cost.ts';
+import { GraphqlRequests } from './graphql-request.ts';
 import {
   GraphqlColumnNaming,
   makeMaskError,
@@ -38,8 +44,15 @@ export interface GraphqlOptions {
   logger?: Logger;
   /** The cost budget of one request (GRAPHQL_MAX_COST). */
   maxCost?: number;
-  /** statement_timeout of each GraphQL transaction, in ms (GRAPHQL_STATEMENT_TIMEOUT_MS). */
+  /** The longest one statement may run, in ms (GRAPHQL_STATEMENT_TIMEOUT_MS). */
   statementTimeoutMs?: number;
+  /** All the database work of one request, in ms (GRAPHQL_DEADLINE_MS). */
+  deadlineMs?: number;
+  /** Requests one user may have in flight (GRAPHQL_REQUESTS_PER_USER). */
+  requestsPerUser?: number;
+  /** Requests one tenant may have in flight (GRAPHQL_REQUESTS_PER_TENANT; default: the pool's
+   * connections but one). */
+  requestsPerTenant?: number;
 }
 
 /**
@@ -81,23 +94,59 @@ const CountAggregatePlugin: GraphileConfig.Plugin = {
   },
 };
 
+/**
+ * Node ids without the tenant. Every tenant table's primary key is (tenant_id, <key>) in the
+ * database (DESIGN.md: distributable by tenant_id), and PostGraphile encodes a node id from the
+ * primary key, so `id` held the tenant's UUID in plain base64. For PostGraphile, this plugin makes
+ * <key> alone the primary key and keeps (tenant_id, <key>) as a unique key (with its smart tags),
+ * which is the substitute primary key Graphile's author advises for keys that must not show
+ * (graphile/graphile-engine#698). Row security makes <key> unique within the session's tenant:
+ * `node(id:)`, updateX(input: {id}) and deleteX(input: {id}) look the row up by <key> under the
+ * caller's tenant, so a node id of tenant A finds nothing at tenant B. Relations still join on the
+ * real keys; `orderBy: PRIMARY_KEY_ASC` orders by <key>, the same order within one tenant.
+ */
+const TenantlessNodeIdPlugin: GraphileConfig.Plugin = {
+  name: 'WeldTenantlessNodeIdPlugin',
+  version: '1.0.0',
+  gather: {
+    hooks: {
+      pgTables_PgResourceOptions(_info, event) {
+        const uniques = event.resourceOptions.uniques ?? [];
+        const primary = uniques.find((unique) => unique.isPrimary);
+        const [first, ...key] = primary?.attributes ?? [];
+        if (!primary || first !== 'tenant_id' || key.length === 0) return;
+        const { isPrimary: _, ...rest } = primary;
+        event.resourceOptions.uniques = [
+          { ...rest, attributes: key, isPrimary: true },
+          ...uniques.map((unique) => (unique === primary ? rest : unique)),
+        ];
+      },
+    },
+  },
+};
+
 export function graphqlPreset(
   pool: pg.Pool,
-  options: { statementTimeoutMs?: number; maskError?: MaskError } = {},
+  options: { statementTimeoutMs?: number; maskError?: MaskError; requests?: GraphqlRequests } = {},
 ): GraphileConfig.Preset {
   const statementTimeout = String(
     options.statementTimeoutMs ?? GRAPHQL_DEFAULTS.statementTimeoutMs,
   );
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset, PostGraphileConnectionFilterPreset],
-    plugins: [CountAggregatePlugin],
+    plugins: [
+      CountAggregatePlugin,
+      TenantlessNodeIdPlugin,
+      ...(options.requests ? [options.requests.plugin()] : []),
+    ],
     pgServices: [
       makePgService({
         pool,
         schemas: ['weld_public'],
         // The same settings withContext() makes for REST: role and claims, transaction-local
-        // (PostGraphile applies them with set_config(name, value, true) after `begin`). The
-        // statement timeout rides along, so it too ends with the transaction.
+        // (PostGraphile applies them with set_config(name, value, true) after `begin`, or a
+        // savepoint of the request's transaction: graphql-request.ts, which also lowers the
+        // statement timeout to what is left of the request's deadline).
         pgSettings(requestContext) {
           const req = requestContext.expressv4?.req;
           const caller =
@@ -131,6 +180,8 @@ export interface Graphql {
   schema(): Promise<GraphQLSchema>;
   /** The cost budget of one request. */
   maxCost: number;
+  /** Who may start a request, and each one's connection, transaction and deadline. */
+  requests: GraphqlRequests;
   /** Builds the schema now rather than on the first request (the server does this at start). */
   warm(): Promise<void>;
   release(): Promise<void>;
@@ -143,6 +194,21 @@ export interface Graphql {
 export function createGraphql(pool: pg.Pool, options: GraphqlOptions = {}): Graphql {
   const logger = options.logger ?? createLogger('silent');
   const naming = new GraphqlColumnNaming();
+  const requestsPerTenant =
+    options.requestsPerTenant ?? defaultRequestsPerTenant(pool.options.max ?? 10);
+  const requests = new GraphqlRequests(
+    pool,
+    {
+      deadlineMs: options.deadlineMs ?? GRAPHQL_DEFAULTS.deadlineMs,
+      statementTimeoutMs: options.statementTimeoutMs ?? GRAPHQL_DEFAULTS.statementTimeoutMs,
+      requestsPerTenant,
+      requestsPerUser: Math.min(
+        options.requestsPerUser ?? GRAPHQL_DEFAULTS.requestsPerUser,
+        requestsPerTenant,
+      ),
+    },
+    logger,
+  );
   let built:
     | Promise<{ pgl: ReturnType<typeof postgraphile>; app: express.Express; schema: GraphQLSchema }>
     | undefined;
@@ -152,6 +218,7 @@ export function createGraphql(pool: pg.Pool, options: GraphqlOptions = {}): Grap
         graphqlPreset(pool, {
           statementTimeoutMs: options.statementTimeoutMs,
           maskError: makeMaskError(naming, logger),
+          requests,
         }),
       );
       const app = express();
@@ -169,6 +236,7 @@ export function createGraphql(pool: pg.Pool, options: GraphqlOptions = {}): Grap
     },
     schema: async () => (await build()).schema,
     maxCost: options.maxCost ?? GRAPHQL_DEFAULTS.maxCost,
+    requests,
     warm: async () => {
       await build();
     },
@@ -198,6 +266,8 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
           throw error;
         }
         req.log.debug({ graphqlCost: cost }, 'GraphQL query cost');
+        // 429 when the user or the tenant has its most requests in flight; else the deadline runs.
+        graphql.requests.admit(req, res);
         graphql.handler(req, res, next);
       },
     },

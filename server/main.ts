@@ -73,9 +73,10 @@ async function main(): Promise<void> {
   // connections of their own, so a busy instance still answers them at once.
   const graphqlPool = createPool(target.authenticatorUrl, {
     max: config.graphql.poolMax,
-    // Reports queue for their few connections as long as one may run, not REST's short wait.
-    waitMs: Math.max(config.dbPoolWaitMs, config.graphql.statementTimeoutMs),
-    // Each GraphQL request sets GRAPHQL_STATEMENT_TIMEOUT_MS in its own transaction (graphql.ts).
+    // Reports queue for their few connections as long as their deadline lasts, not REST's short
+    // wait (each request bounds its own wait by its deadline: graphql-request.ts).
+    waitMs: Math.max(config.dbPoolWaitMs, config.graphql.deadlineMs),
+    // Each GraphQL request sets its statement timeout in its own transaction (graphql-request.ts).
     // The connection's default is REST's, or more: the schema's introspection runs on this pool
     // outside any request, and a busy machine must not cut it at a report's timeout (a failed
     // build stops the process).

@@ -466,14 +466,20 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   // invalid_parameter_value, raised by change_weld_status() for an NDT record that does not
   // cover the weld
   '22023': (e) => invalid(`${e.message}.`, [{ detail: e.message }]),
-  // query_canceled: statement_timeout
-  '57014': () =>
-    new HttpProblem(503, {
-      type: '/problems/timeout',
-      title: 'Timed out',
-      detail: 'The request took too long and was cancelled.',
-    }),
+  // query_canceled: statement_timeout (and a GraphQL request past its deadline,
+  // server/graphql-request.ts)
+  '57014': () => timedOut(),
+  // transaction_timeout (PostgreSQL 17+): the GraphQL deadline's backstop ended the transaction
+  '25P04': () => timedOut(),
 };
+
+function timedOut(): HttpProblem {
+  return new HttpProblem(503, {
+    type: '/problems/timeout',
+    title: 'Timed out',
+    detail: 'The request took too long and was cancelled.',
+  });
+}
 
 /** Connection-level failures: the database is down, restarting, full or refusing us. */
 const UNAVAILABLE_SQLSTATES = new Set([

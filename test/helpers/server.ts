@@ -11,7 +11,7 @@ import { createApp, createHttpServer } from '../../server/app.ts';
 import { HTTP_DEFAULTS, IMPORT_DEFAULTS } from '../../server/config.ts';
 import { KeyRing } from '../../server/auth/keys.ts';
 import { SessionRevocations } from '../../server/auth/revocations.ts';
-import { createGraphql } from '../../server/graphql.ts';
+import { createGraphql, type GraphqlOptions } from '../../server/graphql.ts';
 import { createLogger } from '../../server/http/log.ts';
 import type { Route } from '../../server/http/route.ts';
 import type { TrustProxy } from '../../server/http/tenancy.ts';
@@ -61,6 +61,8 @@ export async function startServer(
     webhookSecretKeys?: WebhookSecretKeys;
     /** IMPORT_MAX_BYTES (default: the service's). */
     importMaxBytes?: number;
+    /** GraphQL's limits (default: the service's). */
+    graphql?: GraphqlOptions;
   } = {},
 ): Promise<TestServer> {
   const pool = createPool(target.authenticatorUrl, { max: 10, onError: () => {} });
@@ -73,7 +75,7 @@ export async function startServer(
   await revocations.start();
   const notifications = new EventNotifications(target.authenticatorUrl);
   await notifications.start();
-  const graphql = createGraphql(pool);
+  const graphql = createGraphql(pool, options.graphql);
   const app = createApp({
     pool,
     verifier: { ring, revocations },

@@ -10,6 +10,7 @@ import { ConfigError } from '../../db/config.ts';
 import { GRAPHQL_DEFAULTS, loadConfig } from '../../server/config.ts';
 import {
   checkGraphqlRequest,
+  COMPUTED_COLUMN_WEIGHTS,
   INTROSPECTION_COST,
   MAX_FIELDS,
   MAX_QUERY_LENGTH,
@@ -29,6 +30,8 @@ const BUDGET = GRAPHQL_DEFAULTS.maxCost;
 const cleanups: Array<() => unknown> = [];
 const teardown = { teardown: (fn: () => unknown) => cleanups.push(fn) };
 let schema: GraphQLSchema;
+/** The computed columns of weld_public in the catalog: functions whose first argument is a row. */
+let computedColumns: Array<{ relname: string; proname: string }>;
 let gql: (query: string, variables?: object) => ReturnType<typeof request>;
 
 test.before(async () => {
@@ -40,9 +43,18 @@ test.before(async () => {
   await owner.query('begin');
   await seedTenant(owner, 'cost', { isos: 12, weldsPerIso: 25, seed: 3 });
   await owner.query('commit');
+  ({ rows: computedColumns } = await owner.query(`
+    select c.relname, p.proname
+      from pg_proc p
+      join pg_namespace n on n.oid = p.pronamespace
+      join pg_class c on c.reltype = p.proargtypes[0]
+     where n.nspname = 'weld_public' and p.pronargs >= 1`));
 
-  // startServer only needs teardown of its context; the server lives as long as this file.
-  const { port } = await startServer(teardown as unknown as ExecutionContext, target);
+  // startServer only needs teardown of its context; the server lives as long as this file. Its
+  // tests run at once with one viewer's token: the per-user limit is not what they test.
+  const { port } = await startServer(teardown as unknown as ExecutionContext, target, {
+    graphql: { requestsPerUser: 100, requestsPerTenant: 100 },
+  });
   const token = (await login(port, HOST, 'viewer')).json.accessToken as string;
   gql = (query, variables) =>
     request(port, {
@@ -124,6 +136,56 @@ test('the cost of a query is the number the rules give by hand', (t) => {
       ... on Iso { isoNumber } } __schema { types { name fields { name } } } __typename }`),
     1 + (1 + 1 + 1 + 1 + 5) + INTROSPECTION_COST + 1,
   );
+});
+
+test('computed columns cost their weight, filters what they look at; every computed column is priced', (t) => {
+  const ready = COMPUTED_COLUMN_WEIGHTS['TestPackage.ready']!;
+  t.true(ready >= 50, 'readiness walks a package: far from a stored value');
+  t.is(cost('{ allTestPackages(first: 10) { nodes { rowId ready } } }'), 1 + 1 + 10 * (1 + ready));
+  // A filter fills its page from rows it looks at; a computed column in it runs on each.
+  t.is(
+    cost('{ allWelds(first: 1, filter: { status: { equalTo: ACCEPTED } }) { nodes { rowId } } }'),
+    1 + SCAN_WEIGHT + 1 + 1,
+  );
+  t.is(
+    cost(`{ allTestPackages(first: 1, filter: { or: [{ ready: { equalTo: true } },
+      { not: { ready: { equalTo: false } } }] }) { nodes { rowId } } }`),
+    1 + SCAN_WEIGHT + SCAN_WEIGHT * ready + 1 + 1,
+  );
+  // totalCount scans anyway: a filter on stored columns adds nothing to it.
+  t.is(cost('{ allWelds(filter: { repairCycle: { greaterThan: 0 } }) { totalCount } }'), 1 + 50);
+
+  // The request of the review: 12 aliases of 500 packages' readiness, refused before it runs.
+  const twelve = `{ ${Array.from(
+    { length: 12 },
+    (_, i) => `a${i}: allTestPackages(first: 500) { nodes { ready } }`,
+  ).join(' ')} }`;
+  t.throws(() => checkGraphqlRequest(schema, { query: twelve }, BUDGET), {
+    message: /costs 600024 and the budget is 100000/,
+  });
+
+  // Every computed column of the catalog has a weight, under its GraphQL name, on a type that
+  // has that field; and every weight names a field that exists.
+  t.true(computedColumns.length >= 11);
+  const camel = (name: string) => name.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
+  for (const { relname, proname } of computedColumns) {
+    const fieldName = camel(proname.slice(relname.length + 1));
+    const priced = Object.keys(COMPUTED_COLUMN_WEIGHTS).filter((key) => {
+      const [typeName, name] = key.split('.') as [string, string];
+      const type = schema.getType(typeName);
+      return (
+        name === fieldName && type !== undefined && 'getFields' in type && name in type.getFields()
+      );
+    });
+    t.true(priced.length >= 1, `${proname} (${fieldName}) has a weight`);
+  }
+  // One weight per function (Weld.checks and WpsDocument.checks share a field name).
+  t.is(Object.keys(COMPUTED_COLUMN_WEIGHTS).length, computedColumns.length);
+  for (const key of Object.keys(COMPUTED_COLUMN_WEIGHTS)) {
+    const [typeName, name] = key.split('.') as [string, string];
+    const type = schema.getType(typeName);
+    t.true(type !== undefined && 'getFields' in type && name in type.getFields(), key);
+  }
 });
 
 test('pageInfo reads rows: it needs a page size; many introspections are too costly', async (t) => {
@@ -357,16 +419,47 @@ test("the README's analyst queries are within the budget and run", async (t) => 
   }
 });
 
-test('GRAPHQL_MAX_COST, GRAPHQL_STATEMENT_TIMEOUT_MS, GRAPHQL_POOL_MAX: defaults, values, one line naming a bad one', (t) => {
-  t.deepEqual(loadConfig({}).graphql, { maxCost: 100_000, statementTimeoutMs: 10_000, poolMax: 5 });
+test('GRAPHQL_MAX_COST, _STATEMENT_TIMEOUT_MS, _DEADLINE_MS, _POOL_MAX, _REQUESTS_PER_USER and _PER_TENANT: defaults, values, one line naming a bad one', (t) => {
+  t.deepEqual(loadConfig({}).graphql, {
+    maxCost: 100_000,
+    statementTimeoutMs: 10_000,
+    deadlineMs: 10_000,
+    poolMax: 5,
+    requestsPerUser: 2,
+    requestsPerTenant: 4,
+  });
   t.deepEqual(
     loadConfig({
       GRAPHQL_MAX_COST: '5000',
       GRAPHQL_STATEMENT_TIMEOUT_MS: '2500',
+      GRAPHQL_DEADLINE_MS: '4000',
       GRAPHQL_POOL_MAX: '3',
+      GRAPHQL_REQUESTS_PER_USER: '1',
+      GRAPHQL_REQUESTS_PER_TENANT: '10',
     }).graphql,
-    { maxCost: 5000, statementTimeoutMs: 2500, poolMax: 3 },
+    {
+      maxCost: 5000,
+      statementTimeoutMs: 2500,
+      deadlineMs: 4000,
+      poolMax: 3,
+      requestsPerUser: 1,
+      requestsPerTenant: 10,
+    },
   );
+  // The tenant's default leaves one connection of the pool to others (none to leave in a pool of
+  // one); a user never has more than its tenant.
+  t.like(loadConfig({ GRAPHQL_POOL_MAX: '12' }).graphql, {
+    requestsPerUser: 2,
+    requestsPerTenant: 11,
+  });
+  t.like(loadConfig({ GRAPHQL_POOL_MAX: '1' }).graphql, {
+    requestsPerUser: 1,
+    requestsPerTenant: 1,
+  });
+  t.like(loadConfig({ GRAPHQL_REQUESTS_PER_USER: '8', GRAPHQL_REQUESTS_PER_TENANT: '3' }).graphql, {
+    requestsPerUser: 3,
+    requestsPerTenant: 3,
+  });
   for (const [name, value] of [
     ['GRAPHQL_MAX_COST', 'lots'],
     ['GRAPHQL_MAX_COST', '0'],
@@ -374,7 +467,12 @@ test('GRAPHQL_MAX_COST, GRAPHQL_STATEMENT_TIMEOUT_MS, GRAPHQL_POOL_MAX: defaults
     ['GRAPHQL_STATEMENT_TIMEOUT_MS', '10s'],
     ['GRAPHQL_STATEMENT_TIMEOUT_MS', '50'],
     ['GRAPHQL_STATEMENT_TIMEOUT_MS', '600001'],
+    ['GRAPHQL_DEADLINE_MS', '99'],
+    ['GRAPHQL_DEADLINE_MS', 'soon'],
     ['GRAPHQL_POOL_MAX', '0'],
+    ['GRAPHQL_REQUESTS_PER_USER', '0'],
+    ['GRAPHQL_REQUESTS_PER_TENANT', '-1'],
+    ['GRAPHQL_REQUESTS_PER_TENANT', 'half'],
   ] as const) {
     t.throws(() => loadConfig({ [name]: value }), {
       instanceOf: ConfigError,
@@ -454,6 +552,9 @@ test('the process: GraphQL has its own pool, so slow reports never hold REST wai
     DATABASE_URL: rootUrl,
     DB_POOL_MAX: '3',
     GRAPHQL_POOL_MAX: '2',
+    // One user sends all six at once: its own limits must not be what holds them back here.
+    GRAPHQL_REQUESTS_PER_USER: '6',
+    GRAPHQL_REQUESTS_PER_TENANT: '6',
   });
   const token = (await login(server.port, 'busy.test', 'viewer')).json.accessToken as string;
   const headers = { authorization: `Bearer ${token}` };

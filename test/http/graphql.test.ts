@@ -82,6 +82,69 @@ test('GraphQL sees exactly what REST sees for the same user', async (t) => {
   t.false(fromRest.some((w: string[]) => w[0] === other.json.data.allWelds.nodes[0].rowId));
 });
 
+test('node ids carry no tenant id; a node id of tenant A finds, changes and deletes nothing at tenant B', async (t) => {
+  const { owner, token, gql } = await setup(t);
+  const tenantIds = (await owner.query<{ id: string }>('select id from weld_public.tenants')).rows;
+  const decode = (id: string) => JSON.parse(Buffer.from(id, 'base64').toString('utf8')) as unknown;
+
+  const engineerA = await token('engineer');
+  const engineerB = await token('engineer', B);
+  const created = await gql(
+    engineerA,
+    'mutation { createIso(input: { iso: { isoNumber: "NODE-1", lineNumber: "L-N" } }) { iso { id rowId } } }',
+  );
+  t.is(created.json.errors, undefined, JSON.stringify(created.json.errors));
+  const iso = created.json.data.createIso.iso as { id: string; rowId: string };
+  t.deepEqual(decode(iso.id), ['Iso', iso.rowId], 'the type and the row id, nothing else');
+
+  // Every id a reader sees: nodes of tables with one key and with two, cursors, relations.
+  const read = await gql(
+    await token('viewer'),
+    `{ allWelds(first: 5) { nodes { id iso { id } } edges { cursor } pageInfo { endCursor } }
+       allNdtRecordWelds(first: 5) { nodes { id } } allIsoWeldCounts(first: 5) { nodes { id } }
+       allUsers(first: 5) { nodes { id } } }`,
+  );
+  t.is(read.json.errors, undefined, JSON.stringify(read.json.errors));
+  t.true(read.json.data.allNdtRecordWelds.nodes.length > 0);
+  for (const { id } of tenantIds) {
+    t.false(read.text.includes(id), 'no tenant id in plain text');
+    for (const encoded of read.text.match(/"[A-Za-z0-9+/]{20,}={0,2}"/g) ?? []) {
+      t.false(JSON.stringify(decode(JSON.parse(encoded) as string)).includes(id), encoded);
+    }
+  }
+  const [link] = read.json.data.allNdtRecordWelds.nodes as Array<{ id: string }>;
+  t.is((decode(link!.id) as unknown[]).length, 3, 'NdtRecordWeld: its type, record and weld');
+  // GraphQL shows no tenants table: no allTenants, no tenantByTenantId.
+  const tenants = await gql(engineerA, '{ allTenants(first: 1) { nodes { rowId } } }');
+  t.regex(tenants.json.errors?.[0]?.message ?? '', /Cannot query field "allTenants"/);
+
+  // Tenant A reads it by its node id; tenant B finds nothing, and changes or deletes nothing.
+  const lookup = `query ($id: ID!) { node(id: $id) { ... on Iso { isoNumber } } iso(id: $id) { rowId } }`;
+  t.deepEqual((await gql(engineerA, lookup, { id: iso.id })).json.data, {
+    node: { isoNumber: 'NODE-1' },
+    iso: { rowId: iso.rowId },
+  });
+  t.deepEqual((await gql(engineerB, lookup, { id: iso.id }, B)).json.data, {
+    node: null,
+    iso: null,
+  });
+  const update = `mutation ($id: ID!) { updateIso(input: { id: $id, isoPatch: { lineNumber: "L-B" } }) { iso { rowId } } }`;
+  const remove = `mutation ($id: ID!) { deleteIso(input: { id: $id }) { iso { rowId } } }`;
+  for (const mutation of [update, remove]) {
+    const res = await gql(engineerB, mutation, { id: iso.id }, B);
+    const payload = Object.values(res.json.data ?? {})[0] as { iso?: unknown } | null;
+    t.falsy(payload?.iso, JSON.stringify(res.json));
+  }
+  const row = await owner.query('select line_number from weld_public.isos where id = $1', [
+    iso.rowId,
+  ]);
+  t.deepEqual(row.rows, [{ line_number: 'L-N' }], 'unchanged, not deleted');
+  // At its own tenant the same id updates and deletes it.
+  t.is((await gql(engineerA, update, { id: iso.id })).json.data.updateIso.iso.rowId, iso.rowId);
+  t.is((await gql(engineerA, remove, { id: iso.id })).json.data.deleteIso.iso.rowId, iso.rowId);
+  t.is((await owner.query('select from weld_public.isos where id = $1', [iso.rowId])).rowCount, 0);
+});
+
 test('an analyst (viewer) cannot mutate through GraphQL; an inspector can change a status', async (t) => {
   const { owner, token, gql } = await setup(t);
   const viewer = await token('viewer');
