@@ -904,8 +904,6 @@ grant execute on function weld_hidden.claim_webhook_deliveries(text, integer, in
   to weld_authenticator;
 
 --------------------------------------------------------------------------------------------------
-
---------------------------------------------------------------------------------------------------
 -- F14 GraphQL: the tenant's id never appears in GraphQL (README, "GraphQL for analysts").
 --
 -- Node ids leave tenant_id out (server/graphql.ts, TenantlessNodeIdPlugin). The tenants table
