@@ -904,6 +904,60 @@ grant execute on function weld_hidden.claim_webhook_deliveries(text, integer, in
   to weld_authenticator;
 
 --------------------------------------------------------------------------------------------------
+-- F14 GraphQL: a row written under a savepoint is still this transaction's.
+--
+-- GraphQL now runs every unit of a request as a savepoint of one transaction
+-- (server/graphql-request.ts). A row written under a savepoint carries the subtransaction's id as
+-- its xmin, never pg_current_xact_id(), so "was this record created in this transaction?" (links
+-- made as a record is created are not logged as changes of it) answered no, and a record created
+-- over GraphQL logged its own welds as added afterwards.
+--
+-- Subtransaction ids are handed out after their transaction's own, so an xmin of ours lies after
+-- our id, less than 2^31 ahead of it (xids compare modulo 2^32), and widening it to 64 bits is our
+-- id plus that distance. An xmin before ours is another transaction's. Of the ids after ours,
+-- pg_xact_status() says 'in progress' of running transactions only, and of those a row is visible
+-- solely to the one that wrote it. Both are weld_rules' (000006).
+set role weld_rules;
+
+create or replace function weld_private.written_by_this_transaction(row_xmin xid)
+  returns boolean
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select case
+           when ours.top is null then false  -- this transaction has written nothing
+           when ours.ahead >= 2147483648 then false  -- before our id: another transaction's
+           else pg_xact_status((ours.top + ours.ahead)::text::xid8) = 'in progress'
+         end
+    from (select top, (row_xmin::text::bigint - (top & 4294967295) + 4294967296) % 4294967296 as ahead
+            from (select pg_current_xact_id_if_assigned()::text::bigint as top) assigned) ours
+$$;
+
+create or replace function weld_private.examination_created_in_this_transaction(
+  subject text, tenant uuid, record_id uuid
+) returns boolean
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select case examination_created_in_this_transaction.subject
+    when 'ndt_record' then exists (
+      select from weld_public.ndt_records r
+       where r.tenant_id = tenant and r.id = record_id
+         -- now() first: a row of another day may be old enough to be frozen
+         and case when r.created_at = now()
+                  then weld_private.written_by_this_transaction(r.xmin) else false end)
+    when 'inspection' then exists (
+      select from weld_public.inspections r
+       where r.tenant_id = tenant and r.id = record_id
+         -- now() first: a row of another day may be old enough to be frozen
+         and case when r.created_at = now()
+                  then weld_private.written_by_this_transaction(r.xmin) else false end)
+  end
+$$;
+
+reset role;
+
+--------------------------------------------------------------------------------------------------
 -- F14 GraphQL: the tenant's id never appears in GraphQL (README, "GraphQL for analysts").
 --
 -- Node ids leave tenant_id out (server/graphql.ts, TenantlessNodeIdPlugin). The tenants table

@@ -1518,8 +1518,13 @@ function buildDocument() {
             'The same identity and row security as REST. Checked before a query runs: depth at most 10, ' +
             `first/last from 1 to ${PAGE_SIZE.max} on every connection that returns rows, and a cost ` +
             '(the values the response can hold: pages multiply, aliases count, totalCount and aggregates ' +
-            'weigh 50) within GRAPHQL_MAX_COST. Database refusals come back as GraphQL errors whose ' +
-            '`extensions.code` is the problem type REST answers for the same refusal.',
+            'weigh 50, computed columns their weight, filters the rows they look at) within ' +
+            'GRAPHQL_MAX_COST. A request runs on one connection in one transaction, under one ' +
+            'deadline for all its database work (GRAPHQL_DEADLINE_MS, 10 s; past it its fields ' +
+            'answer errors with `extensions.code` /problems/timeout); a user may have 2 requests in ' +
+            'flight (GRAPHQL_REQUESTS_PER_USER) and a tenant 4 (GRAPHQL_REQUESTS_PER_TENANT). ' +
+            'Database refusals come back as GraphQL errors whose `extensions.code` is the problem ' +
+            'type REST answers for the same refusal.',
           requestBody: { required: true, ...content('GraphqlRequest') },
           responses: {
             '200': {
@@ -1538,6 +1543,9 @@ function buildDocument() {
                 'application/json': { schema: ref('GraphqlResponse') },
               },
             },
+            '429': problem(
+              '/problems/too-many-graphql-requests: this user or tenant already has its most GraphQL requests in flight on this instance (`limit`, `scope`: user or tenant); Retry-After',
+            ),
             ...common,
             default: {
               description: 'problem details, or a GraphQL response carrying errors',

@@ -371,6 +371,49 @@ test('inspections: result and weld changes after the fact are kept, with the rea
   );
 });
 
+test('a record created under a savepoint (as GraphQL runs each field) is still a creation, not a change', async (t) => {
+  const { owner, a, as } = await setup(t);
+  const [w1, w2] = [await a.weld(), await a.weld()];
+  const inspectionId = await as(a, 'inspector', async (c) => {
+    // A first field that wrote nothing, then the one that creates: its rows carry the
+    // savepoint's transaction id, not the transaction's own.
+    await c.query('savepoint first_field');
+    await c.query('release savepoint first_field');
+    await c.query('savepoint second_field');
+    const { rows } = await c.query<{ id: string }>(
+      'select id from weld_public.record_inspection($1)',
+      [
+        JSON.stringify({
+          kind: 'fit-up',
+          inspectorName: 'J. Doe',
+          inspectedOn: '2026-11-02',
+          result: 'accepted',
+          weldIds: [w1, w2],
+        }),
+      ],
+    );
+    await c.query('release savepoint second_field');
+    return rows[0]!.id;
+  });
+  t.deepEqual(await changes(owner, a), [], 'its own welds are not logged as added');
+
+  // The same weld list set again later, under a savepoint of another transaction, changes
+  // nothing; one weld removed is a change.
+  await as(a, 'inspector', async (c) => {
+    await c.query('savepoint field');
+    await c.query('select weld_public.correct_inspection($1, $2, $3)', [
+      inspectionId,
+      JSON.stringify({ weldIds: [w1] }),
+      'w2 was not fitted',
+    ]);
+    await c.query('release savepoint field');
+  });
+  t.deepEqual(
+    (await changes(owner, a)).map((c) => [c.change, c.before, c.after]),
+    [['weld_removed', { weld_id: w2 }, null]],
+  );
+});
+
 test('the history can be read by a viewer but written, changed or erased by no API role', async (t) => {
   const { owner, a, as, call } = await setup(t);
   const { recordId } = await createRecord(a, call);
