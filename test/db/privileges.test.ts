@@ -391,6 +391,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
       rules,
     'weld_private.tg_user_credentials__revoke_sessions()': owner,
     'weld_private.tg_users__revoke_sessions()': owner,
+    // Whether a row (by its xmin) was written by this transaction, savepoints included (F14).
+    'weld_private.written_by_this_transaction(row_xmin xid)': rules,
     'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
       roles(rules, 'weld_viewer'),
     // The examination functions decide who may (WD003), like change_weld_status.
