@@ -16,6 +16,7 @@
 // &limit=1000 at random cursors, one request at a time, after a warm-up.
 //
 //   npm run bench:events [-- --duration 10 --connections 8,32]
+import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -255,7 +256,14 @@ function start(): Promise<{ child: ChildProcess; port: number }> {
   const fd = fs.openSync(logFile, 'w');
   const child = spawn(process.execPath, ['server/main.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, DATABASE_URL: rootUrl, PORT: '0', LOG_LEVEL: 'info' },
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: rootUrl,
+      // Required with a database URL; a fresh one per run (the bench registers no webhook).
+      WEBHOOK_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
+      PORT: '0',
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', fd, fd],
   });
   fs.closeSync(fd);

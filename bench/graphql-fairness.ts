@@ -16,6 +16,7 @@
 // first, for comparison.
 //
 //   npm run bench:graphql [-- --duration 20]
+import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -55,6 +56,7 @@ const ATTACKS = {
     () => 'allTestPackages(first: 1, filter: { ready: { equalTo: true } }) { nodes { rowId } }',
   ),
 };
+const agent = new http.Agent({ keepAlive: true });
 const VICTIM_GRAPHQL = '{ allWelds(first: 50) { nodes { rowId weldNumber status } } }';
 
 fs.mkdirSync(DATA_DIR, { recursive: true });
@@ -186,14 +188,21 @@ function start(): Promise<{ child: ChildProcess; port: number }> {
   const fd = fs.openSync(logFile, 'w');
   const child = spawn(process.execPath, ['server/main.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, DATABASE_URL: rootUrl, PORT: '0', LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: rootUrl,
+      // Required with a database URL; a fresh one per run (the bench registers no webhook).
+      WEBHOOK_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
+      PORT: '0',
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', fd, fd],
   });
   fs.closeSync(fd);
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + 60_000;
     const poll = setInterval(() => {
-      const match = /"port":(\d+)/.exec(fs.readFileSync(logFile, 'utf8'));
+      const match = /"port":(\d+),[^\n]*listening on/.exec(fs.readFileSync(logFile, 'utf8'));
       if (match) {
         clearInterval(poll);
         resolve({ child, port: Number(match[1]) });
@@ -205,7 +214,6 @@ function start(): Promise<{ child: ChildProcess; port: number }> {
   });
 }
 
-const agent = new http.Agent({ keepAlive: true });
 function call(
   port: number,
   host: string,

@@ -13,6 +13,7 @@
 // Profiling the server under this load: `npm run bench -- --profile --only list` starts it with
 // node's --cpu-prof; the profile lands in bench/.data/profiles (open it in Chrome's DevTools,
 // Performance tab, or print the top functions with `node bench/profile-top.ts <file>`).
+import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -170,6 +171,8 @@ const service = await start(
   ],
   {
     DATABASE_URL: rootUrl,
+    // Required with a database URL; a fresh one per run (the bench registers no webhook).
+    WEBHOOK_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
     PORT: '0',
     DB_POOL_MAX: poolSize,
     LOG_LEVEL: 'info',
