@@ -42,6 +42,8 @@ import {
   GraphQLObjectType,
   GraphQLSkipDirective,
   isAbstractType,
+  isEnumType,
+  isInputObjectType,
   isLeafType,
   isListType,
   isObjectType,
@@ -54,6 +56,8 @@ import {
   type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
+  type GraphQLEnumType,
+  type GraphQLInputObjectType,
   type GraphQLField,
   type GraphQLSchema,
   type NamedTypeNode,
@@ -73,6 +77,13 @@ export const DEPTH = { maxDepth: 10, maxListDepth: 4 };
 export const MAX_QUERY_LENGTH = 50_000;
 /** The most field selections a document may spell (fragments counted once, where defined). */
 export const MAX_FIELDS = 1_000;
+/**
+ * How deep input values written in the document may nest (objects and lists: a filter's and, or,
+ * not). Planning a filter takes time that grows faster than its depth, on the event loop and
+ * before the deadline runs: 1,000 levels of `not` (9 KB of text) held every request for a third
+ * of a second. Variables are JSON, bounded by MAX_JSON_DEPTH (server/http/route.ts) to the same.
+ */
+export const MAX_VALUE_DEPTH = 32;
 /** What totalCount, aggregates and groupedAggregates cost: they scan the rows, not a page. */
 export const SCAN_WEIGHT = 50;
 /**
@@ -95,6 +106,12 @@ export const COMPUTED_COLUMN_WEIGHTS: Readonly<Record<string, number>> = {
   'ExaminationSelection.ndtRecordId': 5,
   'NdtRecordWeld.effectiveResult': 2,
 };
+/** The costliest computed column of each field name (for filters that do not name their row). */
+const COMPUTED_WEIGHT_BY_NAME = new Map<string, number>();
+for (const [key, weight] of Object.entries(COMPUTED_COLUMN_WEIGHTS)) {
+  const name = key.split('.')[1]!;
+  COMPUTED_WEIGHT_BY_NAME.set(name, Math.max(weight, COMPUTED_WEIGHT_BY_NAME.get(name) ?? 0));
+}
 /** Fields of a connection that read every matching row. */
 const SCANNING_FIELDS = new Set(['totalCount', 'aggregates', 'groupedAggregates']);
 /** Fields of a connection that repeat what is under them for each row of the page. */
@@ -160,9 +177,19 @@ function checkedDocument(schema: GraphQLSchema, query: string): DocumentNode | s
     // quadratic, so a 50,000-character text of sibling aliases took half a second of CPU.
     // Counting is linear; a document over MAX_FIELDS is refused before it is validated.
     let fields = 0;
-    visit(document, { Field: () => void fields++ });
+    let valueDepth = 0;
+    let deepest = 0;
+    const enterValue = () => void (deepest = Math.max(deepest, ++valueDepth));
+    const leaveValue = () => void valueDepth--;
+    visit(document, {
+      Field: () => void fields++,
+      ObjectValue: { enter: enterValue, leave: leaveValue },
+      ListValue: { enter: enterValue, leave: leaveValue },
+    });
     if (fields > MAX_FIELDS) {
       verdict = `The query selects ${fields} fields; at most ${MAX_FIELDS} are accepted.`;
+    } else if (deepest > MAX_VALUE_DEPTH) {
+      verdict = `An argument's value nests ${deepest} deep; at most ${MAX_VALUE_DEPTH} levels are accepted.`;
     } else if (validate(schema, document).length === 0) {
       const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
       verdict = depthErrors.length > 0 ? depthErrors[0]!.message : document;
@@ -346,9 +373,11 @@ class CostWalk {
   }
 
   /**
-   * What a connection's `filter` adds: the rows it looks at to fill a page (when the connection
-   * returns rows; totalCount and aggregates scan anyway), and each computed column it names on
-   * every one of them. Keys are found at any depth (and, or, not), on the connection's own rows.
+   * What a connection's `filter` and `orderBy` add. A filter looks at rows to fill a page (when
+   * the connection returns rows; totalCount and aggregates scan anyway); each relation it follows
+   * is a scan for every row it looks at; each computed column it names, on its rows or a related
+   * one's, or in an aggregate, runs on every row it looks at. An order other than a stored column's
+   * sorts every matching row by a computed value (a computed column or an aggregate).
    */
   private filterCost(
     field: GraphQLField<unknown, unknown>,
@@ -356,24 +385,83 @@ class CostWalk {
     node: FieldNode,
     page: number | undefined,
   ): number {
-    const filter = getArgumentValues(field, node, this.variables).filter;
-    if (filter === undefined || filter === null) return 0;
+    const args = getArgumentValues(field, node, this.variables);
     const rowType = getNamedType(connection.getFields().nodes?.type);
-    const named = new Set<string>();
-    const walk = (value: unknown): void => {
-      if (Array.isArray(value)) value.forEach(walk);
-      else if (typeof value === 'object' && value !== null) {
-        for (const [key, inner] of Object.entries(value)) {
-          named.add(key);
-          if (key === 'and' || key === 'or' || key === 'not') walk(inner);
-        }
-      }
-    };
-    walk(filter);
-    let cost = page === undefined ? 0 : SCAN_WEIGHT;
-    for (const key of named) {
-      const weight = rowType && COMPUTED_COLUMN_WEIGHTS[`${rowType.name}.${key}`];
+    const orderArg = field.args.find((arg) => arg.name === 'orderBy');
+    const orderType = orderArg && getNamedType(orderArg.type);
+    let cost =
+      isObjectType(rowType) && isEnumType(orderType)
+        ? this.orderCost(args.orderBy, orderType, rowType)
+        : 0;
+    const filterArg = field.args.find((arg) => arg.name === 'filter');
+    const filterType = filterArg && getNamedType(filterArg.type);
+    if (args.filter === undefined || args.filter === null || !isInputObjectType(filterType)) {
+      return cost;
+    }
+    cost += page === undefined ? 0 : SCAN_WEIGHT;
+    return cost + this.filterValueCost(args.filter, filterType);
+  }
+
+  /** The relations and computed columns a filter value names, walked by its input types. */
+  private filterValueCost(value: unknown, type: GraphQLInputObjectType): number {
+    if (Array.isArray(value)) {
+      return value.reduce((sum: number, item) => sum + this.filterValueCost(item, type), 0);
+    }
+    if (typeof value !== 'object' || value === null) return 0;
+    const rowType = this.filteredRow(type);
+    let cost = 0;
+    for (const [key, inner] of Object.entries(value)) {
+      const field = type.getFields()[key];
+      if (!field) continue;
+      // On a row filter, the row's own weight; elsewhere (an aggregate's filter) any column of
+      // that name: the costliest.
+      const weight = rowType
+        ? COMPUTED_COLUMN_WEIGHTS[`${rowType}.${key}`]
+        : COMPUTED_WEIGHT_BY_NAME.get(key);
       if (weight) cost += SCAN_WEIGHT * weight;
+      const innerType = getNamedType(field.type);
+      if (!isInputObjectType(innerType)) continue;
+      const innerRow = this.filteredRow(innerType);
+      const follows =
+        innerType.name.includes('ToMany') || (innerRow !== undefined && innerRow !== rowType);
+      if (follows) cost += SCAN_WEIGHT;
+      cost += this.filterValueCost(inner, innerType);
+    }
+    return cost;
+  }
+
+  /**
+   * The row type a filter input type filters (WeldFilter: Weld), if it is a row's filter: rows
+   * are the object types that are Nodes (not WeldAggregates and the like).
+   */
+  private filteredRow(type: GraphQLInputObjectType): string | undefined {
+    const name = type.name.endsWith('Filter') ? type.name.slice(0, -'Filter'.length) : '';
+    const row = name ? this.schema.getType(name) : undefined;
+    return isObjectType(row) && row.getInterfaces().some((i) => i.name === 'Node')
+      ? name
+      : undefined;
+  }
+
+  /** orderBy values that are not a stored column: a computed column's or an aggregate's. */
+  private orderCost(
+    orderBy: unknown,
+    orderType: GraphQLEnumType,
+    rowType: GraphQLObjectType,
+  ): number {
+    const values = Array.isArray(orderBy) ? orderBy : orderBy == null ? [] : [orderBy];
+    let cost = 0;
+    for (const value of values) {
+      // Coerced arguments hold the enum's internal values: its names say what they order by.
+      const name = orderType.getValues().find((v) => v.value === value)?.name;
+      if (!name) continue;
+      if (name === 'NATURAL' || name.startsWith('PRIMARY_KEY_')) continue;
+      const column = name
+        .replace(/_(ASC|DESC)$/, '')
+        .toLowerCase()
+        .replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+      const weight = COMPUTED_COLUMN_WEIGHTS[`${rowType.name}.${column}`];
+      if (weight) cost += SCAN_WEIGHT * weight;
+      else if (!(column in rowType.getFields())) cost += SCAN_WEIGHT;
     }
     return cost;
   }

@@ -6,11 +6,15 @@
 // transaction of its own, all at once. So one document of 12 aliases took 12 connections (every
 // one of GraphQL's pool), and a statement timeout bounded each statement, never the request.
 //
-// Here a request that reads or writes anything runs on ONE connection of GraphQL's pool, in ONE
-// transaction: grafast's units become savepoints on it, one after the other (a unit that fails
-// rolls back to its savepoint, as its own transaction did before; the rest commit together at
-// the end, before the answer is sent). Its deadline, GRAPHQL_DEADLINE_MS from the moment it is
-// admitted, bounds all of it together:
+// Here a request that reads or writes anything runs on ONE connection of GraphQL's pool, and its
+// deadline, GRAPHQL_DEADLINE_MS from the moment it is admitted, bounds all of its database work:
+//   - a query runs in ONE transaction: grafast's units become savepoints on it, one after the
+//     other (a unit that fails rolls back to its savepoint, as its own transaction did before);
+//     it commits at the end, before the answer is sent;
+//   - a mutation's units each run in a transaction of their own on that connection, one after the
+//     other, as they did on the pool: each root field commits (and writes its events) before the
+//     next begins, so two changes of one weld in one document are two events, each with its
+//     reason, exactly as two REST requests would be;
 //   - the wait for the connection: past the deadline, /problems/busy;
 //   - each unit runs with statement_timeout = what is left of the deadline (and at most
 //     GRAPHQL_STATEMENT_TIMEOUT_MS), so the database cancels a statement at the deadline;
@@ -74,6 +78,10 @@ export class GraphqlRequestSession {
   private readonly pool: pg.Pool;
   private readonly statementTimeoutMs: number;
   private opening: Promise<{ client: pg.PoolClient; run: WithPgClient }> | undefined;
+  /** A mutation's units commit one by one (set by the plugin before the operation runs). */
+  transactionPerUnit = false;
+  /** Whether the server knows transaction_timeout (PostgreSQL 17+); learnt when opening. */
+  private hasTransactionTimeout = false;
   /** The units run one after the other; this is the last one's end. */
   private queue: Promise<unknown> = Promise.resolve();
   private ended = false;
@@ -101,7 +109,10 @@ export class GraphqlRequestSession {
     return this.deadline - Date.now();
   }
 
-  /** grafast's withPgClient for this request: each call a savepoint on the request's transaction. */
+  /**
+   * grafast's withPgClient for this request: each call a savepoint on the request's transaction,
+   * or, for a mutation, a transaction of its own.
+   */
   readonly withPgClient: WithPgClient = ((pgSettings: PgSettings, callback: never) => {
     const unit = this.queue.then(async () => {
       if (this.ended) throw new Error('The GraphQL request has already ended');
@@ -110,8 +121,15 @@ export class GraphqlRequestSession {
       const left = this.remainingMs();
       if (left <= 0) throw deadlinePassed();
       const statementTimeout = Math.max(1, Math.min(this.statementTimeoutMs, left));
+      const settings: Record<string, string | undefined> = {
+        ...pgSettings,
+        statement_timeout: String(statementTimeout),
+      };
+      if (this.transactionPerUnit && this.hasTransactionTimeout) {
+        settings.transaction_timeout = String(left + this.marginMs);
+      }
       try {
-        return await run({ ...pgSettings, statement_timeout: String(statementTimeout) }, callback);
+        return await run(settings, callback);
       } catch (error) {
         // The server ended the connection between two statements (transaction_timeout): the
         // statement after it fails only as "not queryable"; its cause says what happened.
@@ -133,6 +151,17 @@ export class GraphqlRequestSession {
       const client = await connectWithin(this.pool, this.remainingMs());
       client.on('error', this.onLost);
       try {
+        if (this.transactionPerUnit) {
+          // Each unit begins and commits its own transaction (the adaptor does, with the
+          // settings it is given). @dataplan/pg's planner setting for the connection, as its own
+          // adaptor makes it, and whether transaction_timeout exists here.
+          const { rows } = await client.query<{ has: boolean }>(
+            `select set_config('jit_optimize_above_cost', '-1', false),
+                    current_setting('server_version_num')::int >= 170000 as has`,
+          );
+          this.hasTransactionTimeout = rows[0]!.has;
+          return { client, run: makeWithPgClientViaPgClientAlreadyInTransaction(client, false) };
+        }
         // One round trip: the transaction, @dataplan/pg's planner setting (its adaptor sets it
         // per connection), and on PostgreSQL 17+ the backstop (CASE evaluates set_config only
         // where the setting exists).
@@ -166,9 +195,10 @@ export class GraphqlRequestSession {
       return undefined; // never connected: nothing to end
     }
     try {
-      await opened.client.query(commit ? 'commit' : 'rollback');
+      // A mutation's units have committed (or rolled back) one by one.
+      if (!this.transactionPerUnit) await opened.client.query(commit ? 'commit' : 'rollback');
       opened.client.off('error', this.onLost);
-      opened.client.release();
+      opened.client.release(this.lost);
       return undefined;
     } catch (error) {
       // A transaction_timeout or a lost connection: the connection is of no further use.
@@ -257,10 +287,14 @@ export class GraphqlRequests {
       }
     };
     let closed = false;
-    res.once('close', () => {
+    const close = () => {
       closed = true;
       letGo();
-    });
+    };
+    // A client may hang up while the request was being authenticated: its 'close' has been and
+    // gone, and waiting for it would keep the place for good.
+    if (res.closed || req.socket.destroyed) close();
+    else res.once('close', close);
     session.onWork = () => {
       if (closed) return false; // the client is gone before its work began: do none
       holds++;
@@ -293,16 +327,15 @@ export class GraphqlRequests {
             if (done === false) {
               return { errors: [new GraphQLError('The client went away before the request ran.')] };
             }
-            (args.contextValue as Record<string, unknown>).withPgClient = session.withPgClient;
             const operation = getOperationAST(args.document, args.operationName ?? undefined);
             const writes = operation?.operation === OperationTypeNode.MUTATION;
+            session.transactionPerUnit = writes;
+            (args.contextValue as Record<string, unknown>).withPgClient = session.withPgClient;
             try {
               const result = await next();
+              // A query's transaction commits now (it wrote nothing: its answer stands even if
+              // the commit fails); a mutation's fields have each committed already.
               const failed = await session.end(true);
-              if (failed && writes) {
-                // Nothing of the mutations was kept: the answer must not say they were.
-                return { errors: [new GraphQLError(failed.message, { originalError: failed })] };
-              }
               if (failed) {
                 this.logger?.warn({ err: failed }, 'GraphQL read-only transaction ended badly');
               }

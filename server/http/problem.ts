@@ -92,6 +92,14 @@ export const problems = {
       detail: 'Every database connection stayed busy for the whole wait; try again shortly.',
       headers: { 'Retry-After': '1' },
     }),
+  /** A Host not seen before, while lookups of new Hosts are rationed (server/http/tenancy.ts). */
+  hostsRationed: () =>
+    new HttpProblem(503, {
+      type: '/problems/busy',
+      title: 'Service busy',
+      detail: 'This instance is looking up many new hosts at once; try again shortly.',
+      headers: { 'Retry-After': '1' },
+    }),
   validation: (issues: ValidationIssue[]) =>
     new HttpProblem(422, {
       type: '/problems/validation-failed',

@@ -30,7 +30,9 @@ export type TrustProxy = false | number | string[];
  * How long an answer is reused: tenants change rarely; a new origin should work at once. A Host
  * that names no tenant is remembered as unknown for a moment, and the lookups of Hosts not seen
  * before are rationed: a flood of made-up Hosts costs the database at most MISS_LOOKUPS_PER_SECOND
- * queries (past that, an unknown Host is 404 without one), and never evicts the origins in use.
+ * queries, and never evicts the origins in use. Past the ration a Host not seen before is 503
+ * /problems/busy with Retry-After, not 404: it may be a real tenant this instance has not served
+ * yet, and a flood must not tell its users it does not exist.
  */
 const FOUND_TTL_MS = 30_000;
 const NOT_FOUND_TTL_MS = 2_000;
@@ -54,13 +56,14 @@ export function tenantResolver(pool: pg.Pool): RequestHandler {
     return true;
   };
 
-  async function lookup(origin: string): Promise<Tenant | undefined> {
+  /** The tenant of an origin, undefined when none, 'rationed' when it may not be looked up now. */
+  async function lookup(origin: string): Promise<Tenant | undefined | 'rationed'> {
     const now = Date.now();
     const known = found.get(origin);
     if (known && known.expires > now) return known.tenant;
     if ((notFound.get(origin) ?? 0) > now) return undefined;
     // An origin served before is looked up again whatever the flood; a new one, while tokens last.
-    if (!known && !mayLookUp(now)) return undefined;
+    if (!known && !mayLookUp(now)) return 'rationed';
     const { rows } = await pool.query<Tenant>(
       'select id, slug, name from weld_hidden.tenant_by_origin($1)',
       [origin],
@@ -79,6 +82,7 @@ export function tenantResolver(pool: pg.Pool): RequestHandler {
   return async (req, _res, next) => {
     const origin = normalizeOrigin(`${req.protocol}://${req.host}`);
     const tenant = origin && (await lookup(origin));
+    if (tenant === 'rationed') throw problems.hostsRationed();
     if (!tenant) throw problems.unknownTenant();
     req.tenant = tenant;
     req.tenantOrigin = origin;

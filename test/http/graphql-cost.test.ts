@@ -14,6 +14,7 @@ import {
   INTROSPECTION_COST,
   MAX_FIELDS,
   MAX_QUERY_LENGTH,
+  MAX_VALUE_DEPTH,
   operationCost,
   SCAN_WEIGHT,
 } from '../../server/graphql-cost.ts';
@@ -150,8 +151,36 @@ test('computed columns cost their weight, filters what they look at; every compu
   t.is(
     cost(`{ allTestPackages(first: 1, filter: { or: [{ ready: { equalTo: true } },
       { not: { ready: { equalTo: false } } }] }) { nodes { rowId } } }`),
-    1 + SCAN_WEIGHT + SCAN_WEIGHT * ready + 1 + 1,
+    // Named twice, run twice on every row looked at.
+    1 + SCAN_WEIGHT + 2 * SCAN_WEIGHT * ready + 1 + 1,
   );
+  // A relation a filter follows is a scan per row looked at; a computed column on the related
+  // row, or in an aggregate of related rows, runs on each of them.
+  t.is(
+    cost(
+      '{ allTestPackageIsos(first: 1, filter: { testPackage: { ready: { equalTo: true } } }) { nodes { isoId } } }',
+    ),
+    1 + SCAN_WEIGHT + SCAN_WEIGHT + SCAN_WEIGHT * ready + 1 + 1,
+  );
+  t.true(
+    cost(`{ allIsos(first: 1, filter: { testPackageIsos: { some: { testPackage: {
+      ready: { equalTo: true } } } } }) { nodes { rowId } } }`)! >
+      SCAN_WEIGHT * ready,
+  );
+  const state = COMPUTED_COLUMN_WEIGHTS['ExaminationSelection.state']!;
+  t.is(
+    cost(`{ allWelds(first: 1, filter: { examinationSelections: { aggregates: {
+      distinctCount: { state: { equalTo: "2" } } } } }) { nodes { rowId } } }`),
+    1 + SCAN_WEIGHT + SCAN_WEIGHT + SCAN_WEIGHT * state + 1 + 1,
+  );
+  // An order by an aggregate sorts every row by a subquery; by a stored column, it does not.
+  t.is(
+    cost(
+      '{ allWelds(first: 1, orderBy: EXAMINATION_SELECTIONS_DISTINCT_COUNT_SELECTED_AT_DESC) { nodes { rowId } } }',
+    ),
+    1 + SCAN_WEIGHT + 1 + 1,
+  );
+  t.is(cost('{ allWelds(first: 1, orderBy: [WELD_NUMBER_ASC, NATURAL]) { nodes { rowId } } }'), 3);
   // totalCount scans anyway: a filter on stored columns adds nothing to it.
   t.is(cost('{ allWelds(filter: { repairCycle: { greaterThan: 0 } }) { totalCount } }'), 1 + 50);
 
@@ -350,6 +379,21 @@ test("a query text over MAX_QUERY_LENGTH is refused before parsing; a syntax err
     `The query selects ${MAX_FIELDS + 2} fields; at most ${MAX_FIELDS} are accepted.`,
   );
   t.not((await gql(many(MAX_FIELDS / 2))).json.type, '/problems/query-too-large');
+
+  // Values written in the document nest at most MAX_VALUE_DEPTH deep: a filter of 1,000 nots
+  // (9 KB, cheap by cost) took a third of a second of planning from every request.
+  const nots = (n: number) =>
+    `{ allWelds(first: 1, filter: ${'{ not: '.repeat(n)}{ repairCycle: { equalTo: 0 } }${' }'.repeat(n)}) { nodes { rowId } } }`;
+  for (const n of [MAX_VALUE_DEPTH, 1_000]) {
+    const res = await gql(nots(n));
+    t.is(res.status, 400, `${n} nots`);
+    t.is(res.json.type, '/problems/query-too-large');
+    t.regex(res.json.detail, /nests \d+ deep; at most 32 levels/);
+  }
+  // n nots and the column's filter: n + 2 levels.
+  const fine = await gql(nots(MAX_VALUE_DEPTH - 2));
+  t.is(fine.status, 200, JSON.stringify(fine.json));
+  t.is(fine.json.errors, undefined);
 
   // Nested deeper than the parser's stack: 400 query-too-large, not a 500, and again from cache.
   for (const deep of ['{a'.repeat(16_000), `{ a(x: ${'['.repeat(20_000)}) }`]) {

@@ -7,7 +7,11 @@ import http from 'node:http';
 import { addTenant } from '../../db/tenants.ts';
 import { addUser } from '../../db/users.ts';
 import { createPool } from '../../db/database.ts';
-import { DEADLINE_MARGIN_MS, GraphqlRequestSession } from '../../server/graphql-request.ts';
+import {
+  DEADLINE_MARGIN_MS,
+  GraphqlRequests,
+  GraphqlRequestSession,
+} from '../../server/graphql-request.ts';
 import { databaseProblem } from '../../server/http/problem.ts';
 import { addRoleUsers, login, PASSWORD } from '../helpers/auth.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
@@ -302,4 +306,37 @@ test('on PostgreSQL 17+, transaction_timeout ends a request that outlives its de
   t.truthy(await session.end(true), 'nothing to commit: the transaction is gone');
   // The pool replaced the ended connection.
   t.deepEqual((await pool.query('select 1 as one')).rows, [{ one: 1 }]);
+});
+
+test('a client that hangs up before its request is admitted leaves no place taken', async (t) => {
+  // The pool is never used: a request whose client has gone runs nothing.
+  const pool = createPool('postgres://unused@127.0.0.1:1/none', { max: 1, onError: () => {} });
+  t.teardown(() => pool.end());
+  const requests = new GraphqlRequests(pool, {
+    deadlineMs: 1_000,
+    statementTimeoutMs: 1_000,
+    requestsPerUser: 1,
+    requestsPerTenant: 1,
+  });
+  const admitted = new Promise<void>((resolve) => {
+    const server = http.createServer((req, res) => {
+      // As when the token check or the tenant lookup was still pending when the client left:
+      // admission comes after the response has closed.
+      res.once('close', () => {
+        Object.assign(req, { tenant: { id: 'tenant-1' }, identity: { userId: 'user-1' } });
+        requests.admit(req as never, res as never);
+        server.close();
+        resolve();
+      });
+    });
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as import('node:net').AddressInfo;
+      const client = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/graphql' });
+      client.on('error', () => {});
+      client.end('{}', () => setTimeout(() => client.destroy(), 50));
+    });
+  });
+  await admitted;
+  t.is(requests.count('tenant-1'), 0, 'the tenant has its place');
+  t.is(requests.count('tenant-1 user-1'), 0, 'and the user too');
 });

@@ -185,6 +185,45 @@ test('an analyst (viewer) cannot mutate through GraphQL; an inspector can change
   t.is(ok.json.data.changeWeldStatus.result.status, 'ACCEPTED');
 });
 
+test("a mutation's fields commit one by one, as separate requests would: two changes of a weld are two events", async (t) => {
+  const { owner, token, gql } = await setup(t);
+  const weld = (
+    await owner.query<{ id: string; tenant_id: string }>(
+      `select w.id, w.tenant_id from weld_public.welds w join weld_public.tenants t on t.id = w.tenant_id
+      where t.slug = 'alpha' and w.status = 'PENDING' limit 1`,
+    )
+  ).rows[0]!;
+  const engineer = await token('engineer');
+  const res = await gql(
+    engineer,
+    `mutation {
+      a: changeWeldStatus(input: { weldId: "${weld.id}", newStatus: REJECTED, reason: "porosity" }) { result { status } }
+      b: changeWeldStatus(input: { weldId: "${weld.id}", newStatus: REPAIR, reason: "cut out" }) { result { status } }
+      c: changeWeldStatus(input: { weldId: "${weld.id}", newStatus: ACCEPTED }) { result { status } }
+    }`,
+  );
+  t.is(res.json.data.a?.result.status, 'REJECTED', JSON.stringify(res.json.errors));
+  t.is(res.json.data.b?.result.status, 'REPAIR', JSON.stringify(res.json.errors));
+  // The third is refused (a repair is not accepted by hand): the first two stand.
+  t.is(res.json.data.c, null);
+  t.true(res.json.errors.length === 1 && res.json.errors[0].path[0] === 'c');
+  const { rows } = await owner.query<{ status: string }>(
+    `select data ->> 'status' as status from weld_public.events
+      where tenant_id = $1 and subject_id = $2 order by id`,
+    [weld.tenant_id, weld.id],
+  );
+  t.deepEqual(
+    rows.map((r) => r.status),
+    ['REJECTED', 'REPAIR'],
+    'each field its own transaction and event, with what it wrote',
+  );
+  t.is(
+    (await owner.query('select status from weld_public.welds where id = $1', [weld.id])).rows[0]
+      .status,
+    'REPAIR',
+  );
+});
+
 test('GraphQL refuses NaN and Infinity in a number: 422 naming the field, nothing written', async (t) => {
   const { owner, token, gql } = await setup(t);
   const engineer = await token('engineer');

@@ -276,11 +276,12 @@ test('a body that is not UTF-8, holds a lone surrogate or nests too deep is 400 
   t.is(res.json.weldNumber, 'Größe-1');
 });
 
-test('made-up Hosts by the thousand cost the database a rationed few lookups; known origins keep answering', async (t) => {
+test('made-up Hosts by the thousand cost the database a rationed few lookups; known origins keep answering, new ones are told to come back', async (t) => {
   const { target } = await migratedDatabase(t);
   const owner = await ownerClient(target);
   t.teardown(() => owner.end());
   await addTenant(owner, { slug: 'hard', origins: [`http://${HOST}`] });
+  await addTenant(owner, { slug: 'fresh', origins: ['http://fresh.test'] });
   const { port, pool } = await startServer(t, target);
   // Count the tenant lookups the server sends its (real) pool.
   let lookups = 0;
@@ -304,11 +305,27 @@ test('made-up Hosts by the thousand cost the database a rationed few lookups; kn
       ),
     );
     unknown += answers.filter(
-      (a) => a.status === 404 && a.json.type === '/problems/unknown-tenant',
+      (a) =>
+        (a.status === 404 && a.json.type === '/problems/unknown-tenant') ||
+        (a.status === 503 && a.json.type === '/problems/busy' && a.headers['retry-after'] === '1'),
     ).length;
   }
   const seconds = (Date.now() - started) / 1000;
-  t.is(unknown, 1000, 'each made-up Host is an unknown tenant');
+  t.is(unknown, 1000, 'each made-up Host is an unknown tenant, or rationed');
+
+  // A real tenant this instance has not served yet, during the flood: 503 and Retry-After, never
+  // 404; once the ration refills, its answer.
+  await Promise.all(
+    Array.from({ length: 2 * MISS_LOOKUPS_PER_SECOND }, (_, i) =>
+      request(port, { path: '/auth/csrf', host: `flood-again-${i}.test` }),
+    ),
+  );
+  const during = await request(port, { path: '/auth/csrf', host: 'fresh.test' });
+  t.is(during.status, 503);
+  t.is(during.json.type, '/problems/busy');
+  t.is(during.headers['retry-after'], '1');
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  t.is((await request(port, { path: '/auth/csrf', host: 'fresh.test' })).status, 401);
   const allowed = MISS_LOOKUPS_PER_SECOND * (1 + Math.ceil(seconds));
   t.true(lookups - 1 <= allowed, `${lookups - 1} lookups for 1,000 Hosts in ${seconds} s`);
   t.true(lookups - 1 >= 1, 'a Host never seen is looked up while the ration lasts');
