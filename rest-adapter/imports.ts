@@ -5,7 +5,9 @@
 //                                       /problems/import-invalid naming the bad lines; 409
 //                                       /problems/import-conflict when welds changed between
 //                                       the check and the write (imports of a tenant take
-//                                       turns); 413 past IMPORT_MAX_BYTES; 403 below engineer
+//                                       turns); 429 /problems/too-many-imports past
+//                                       IMPORTS_PER_TENANT at once; 413 past IMPORT_MAX_BYTES;
+//                                       403 below engineer
 //   GET  /imports                       the records of the imports that wrote, newest first
 //   GET  /imports/{id}
 //
@@ -35,6 +37,13 @@ import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
 import { encodeCursor, cursorParam, limitParam, sendPage } from './pagination.ts';
 import { booleanParam, inDatabase, pathId } from './resource.ts';
+
+/**
+ * Imports (dry runs too) one tenant may have in flight on an instance: one writing and one waiting
+ * for its turn. Each holds a REST connection while it waits, and the pool is every tenant's: a
+ * tenant's twentieth import at once must not park twenty of them behind its own turn.
+ */
+export const IMPORTS_PER_TENANT = 2;
 
 export interface ImportOptions {
   /** IMPORT_MAX_BYTES: a larger body is refused (413) before anything is imported. */
@@ -84,6 +93,7 @@ export const importListQuery = z.strictObject({
 
 export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptions): Route[] {
   const { maxBytes } = options;
+  const inFlight = new Map<string, number>();
   return [
     {
       method: 'POST',
@@ -95,9 +105,24 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
         // Who may import is the database's to say (WD003 below engineer): asked before the
         // upload, so a refused caller does not send 50 MB first.
         await inDatabase(pool, req, (db) => db.query('select weld_hidden.begin_weld_import()'));
+        const tenant = req.tenant!.id;
+        const running = inFlight.get(tenant) ?? 0;
+        if (running >= IMPORTS_PER_TENANT) {
+          throw new HttpProblem(429, {
+            type: '/problems/too-many-imports',
+            title: 'Too many imports at once',
+            detail:
+              `This tenant already has ${running} imports in progress, the most allowed at once; ` +
+              'send this one when one of them has answered.',
+            extensions: { limit: IMPORTS_PER_TENANT },
+            headers: { 'Retry-After': '5' },
+          });
+        }
+        inFlight.set(tenant, running + 1);
         const dryRun = query.data.dryRun ?? false;
-        const file = await spool(req, maxBytes);
+        let file: Awaited<ReturnType<typeof spool>> | undefined;
         try {
+          file = await spool(req, maxBytes);
           const outcome = await runImport(pool, callerContext(req), createReadStream(file.path), {
             dryRun,
           }).catch(async (error: unknown) => {
@@ -131,7 +156,10 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
             res.status(201).json(outcome.record);
           }
         } finally {
-          await file.remove();
+          await file?.remove();
+          const left = (inFlight.get(tenant) ?? 1) - 1;
+          if (left > 0) inFlight.set(tenant, left);
+          else inFlight.delete(tenant);
         }
       },
     },

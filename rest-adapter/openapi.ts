@@ -60,6 +60,7 @@ import {
   importListQuery,
   importQuery,
   ImportRecord,
+  IMPORTS_PER_TENANT,
 } from './imports.ts';
 import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
 import { pageOf } from './pagination.ts';
@@ -386,6 +387,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/cursor-expired | 410 | GET /events: events after this cursor have been purged (EVENT_RETENTION_DAYS); \`purgedThrough\` is the last purged id: read the resources again, then follow from after=now |
 | /problems/too-many-streams | 429 | GET /events/stream or a waiting GET /events: this user already holds the most streams and waiting long-polls allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
 | /problems/import-conflict | 409 | POST /imports/welds: welds of the file changed between its check and its write (a PATCH meanwhile); nothing was imported; \`errors\` names their lines, \`errorCount\` counts them |
+| /problems/too-many-imports | 429 | POST /imports/welds: the tenant already has ${IMPORTS_PER_TENANT} imports in progress on this instance, the most allowed at once; Retry-After |
 | /problems/import-invalid | 422 | POST /imports/welds: the file has errors and nothing was imported; \`errors\` lists the first ${MAX_IMPORT_ERRORS} ({line, column, value, detail}, line 1 being the header) and \`errorCount\` counts them all |
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/webhook-paused | 409 | POST /webhooks/{id}/test: the endpoint is paused (its author was deactivated or demoted); resume it first |
@@ -1006,6 +1008,9 @@ function importPaths(): Record<string, unknown> {
           },
           '413': problem('the file is larger than IMPORT_MAX_BYTES'),
           '415': problem('the body is not text/csv in UTF-8'),
+          '429': problem(
+            `/problems/too-many-imports: the tenant already has ${IMPORTS_PER_TENANT} imports (dry runs too) in progress on this instance; Retry-After`,
+          ),
           '422': {
             description:
               'the file has errors (/problems/import-invalid, naming each line), or a bad parameter (/problems/validation-failed)',

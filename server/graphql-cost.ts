@@ -17,8 +17,13 @@
 //     examination) costs its weight in COMPUTED_COLUMN_WEIGHTS per object, what it takes next to
 //     reading a stored value (measured: bench/RESULTS.md, "GraphQL computed columns");
 //   - a `filter` reads rows until the page is full, which may be all of them: a connection that
-//     returns rows costs SCAN_WEIGHT more when filtered, and every computed column the filter
-//     names costs SCAN_WEIGHT times its weight (it runs on each row the filter looks at);
+//     returns rows costs SCAN_WEIGHT more when filtered, each relation the filter follows
+//     SCAN_WEIGHT more, and every computed column it names (on the row, a related row, or in an
+//     aggregate) SCAN_WEIGHT times its weight: it runs on each row the filter looks at;
+//   - an `orderBy` by an aggregate sorts every row by a subquery: SCAN_WEIGHT (by a computed
+//     column, SCAN_WEIGHT times its weight);
+//   - input values written in the document nest at most MAX_VALUE_DEPTH deep (planning a deep
+//     filter is slow and happens before the deadline runs);
 //   - introspection reads the schema, not the database, but a full one is megabytes: __schema
 //     costs INTROSPECTION_COST (10,000: one per request is fine, GraphiQL needs one), __type a
 //     hundredth of that, __typename 1.

@@ -16,6 +16,7 @@ import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request, type HttpResponse } from '../helpers/http.ts';
 import { spawnServer, startServer } from '../helpers/server.ts';
+import { IMPORTS_PER_TENANT } from '../../rest-adapter/imports.ts';
 
 const A = 'a.test';
 const B = 'b.test';
@@ -681,4 +682,57 @@ test('a file with versions (an export, edited) changes only welds still at its v
       ],
     ],
   );
+});
+
+test('a tenant has at most IMPORTS_PER_TENANT imports at once on an instance; one more is 429, other tenants import on', async (t) => {
+  const w = await world(t);
+  const token = (await login(w.port, A, 'engineer')).json.accessToken as string;
+  // Two uploads that have sent their header and half a file, and wait.
+  const held = Array.from({ length: IMPORTS_PER_TENANT }, (_, i) => {
+    const req = http.request({
+      port: w.port,
+      host: '127.0.0.1',
+      method: 'POST',
+      path: '/imports/welds?dryRun=true',
+      headers: {
+        host: A,
+        authorization: `Bearer ${token}`,
+        'content-type': 'text/csv',
+        'transfer-encoding': 'chunked',
+      },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      req.on('error', reject);
+    });
+    req.write(`${HEADER}\n`);
+    return { req, answered, row: `ISO-${i},L-1,W-${i},BW,2,,,,W-1,WPS-1,0,\n` };
+  });
+  // Both are past the role check and spooling before the third is sent.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const third = await w.a.engineer.upload(
+    csv('ISO-9,L-1,W-9,BW,2,,,,W-1,WPS-1,0,'),
+    '?dryRun=true',
+  );
+  t.is(third.status, 429, third.text);
+  t.like(third.json, { type: '/problems/too-many-imports', limit: IMPORTS_PER_TENANT });
+  t.is(third.headers['retry-after'], '5');
+  // Another tenant is not held back.
+  const other = await w.b.engineer.upload(csv('ISO-1,L-1,W-1,BW,2,,,,W-1,,,'), '?dryRun=true');
+  t.not(other.status, 429, other.text);
+
+  for (const { req, row } of held) req.end(row);
+  t.deepEqual(
+    await Promise.all(held.map((h) => h.answered)),
+    held.map(() => 200),
+  );
+  // Their places are free again.
+  const after = await w.a.engineer.upload(
+    csv('ISO-9,L-1,W-9,BW,2,,,,W-1,WPS-1,0,'),
+    '?dryRun=true',
+  );
+  t.is(after.status, 200, after.text);
 });
