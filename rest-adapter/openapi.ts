@@ -761,7 +761,8 @@ function eventPaths(): Record<string, unknown> {
           'WEBHOOK_GIVE_UP_HOURS (24) is disabled; PATCH active=true resumes it where it stopped. pausedAt and ' +
           'pausedReason: it paused when its author (createdBy) was deactivated or stopped being an admin; it ' +
           'receives nothing and its events wait (as long as EVENT_RETENTION_DAYS keeps them) until an admin ' +
-          `resumes it with PATCH active=true, becoming its author.${admin}`,
+          'resumes it with PATCH active=true, becoming its author. An admin who changes its url or eventTypes, or ' +
+          `sets a new secret, becomes its author too.${admin}`,
         parameters: [webhookId, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
         responses: {
           '200': { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') },
@@ -772,7 +773,7 @@ function eventPaths(): Record<string, unknown> {
       },
       patch: {
         summary: 'Change a webhook endpoint',
-        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once; on a paused one it resumes it, from where it stopped, and makes you its author.${admin}`,
+        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once; on a paused one it resumes it, from where it stopped, and makes you its author. A new url or eventTypes makes you its author too: it pauses when you are deactivated or demoted. 403 when you were deactivated or demoted meanwhile.${admin}`,
         parameters: [webhookId, header('If-Match', 'the ETag you read; 412 if it changed since')],
         requestBody: { required: true, ...content('WebhookPatch') },
         responses: {
@@ -797,7 +798,7 @@ function eventPaths(): Record<string, unknown> {
     '/webhooks/{id}/rotate-secret': {
       post: {
         summary: 'Replace the signing secret',
-        description: `A new secret, shown in this answer only; messages are signed with it from now on.${admin}`,
+        description: `A new secret, shown in this answer only; messages are signed with it from now on. You become the endpoint's author: it pauses when you are deactivated or demoted.${admin}`,
         parameters: [webhookId],
         responses: {
           '200': {

@@ -13,6 +13,14 @@
 //                                       (its status and time; never the receiver's body)
 //   GET    /webhooks/{id}/deliveries    every attempt with its answer, newest first
 //
+// An endpoint's author (createdBy) is the admin who last chose where it points or knows its
+// secret: registering it, changing its url or eventTypes, setting a new secret or resuming it
+// makes the caller its author, and it pauses when that admin is deactivated or demoted. Each of
+// these first takes the caller's author turn (weld_hidden.lock_webhook_author), which the pause
+// of their endpoints takes too, and the caller must be an active admin: a change and the
+// caller's deactivation at the same moment serialize, so either the change fails (403) or the
+// endpoint pauses after it.
+//
 // Not a generic resource (resource.ts): its create answers with a secret, which must never be
 // stored as an idempotent replay, so POST /webhooks takes no Idempotency-Key. The secret is
 // stored sealed (db/webhook-secrets.ts), bound to the endpoint's tenant and id.
@@ -69,7 +77,9 @@ export const Webhook = z
     createdBy: z
       .uuid()
       .nullable()
-      .describe('its author: the admin who registered it, or who last resumed it'),
+      .describe(
+        'its author: the admin who registered it, or who last changed its url or eventTypes, set a new secret or resumed it; it pauses when they are deactivated or demoted',
+      ),
     failingSince: z.iso
       .datetime()
       .nullable()
@@ -108,8 +118,8 @@ export const WebhookCreate = z.strictObject({
 });
 
 export const WebhookPatch = z.strictObject({
-  url: z.string().min(1).max(2000).optional(),
-  eventTypes: eventTypes.optional(),
+  url: z.string().min(1).max(2000).optional().describe('a new URL makes you its author'),
+  eventTypes: eventTypes.optional().describe('new event types make you its author'),
   description: z.string().max(500).nullable().optional(),
   active: z
     .boolean()
@@ -304,7 +314,11 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
         const body = parse(WebhookPatch, req.body, 'body');
         checkUrl(body.url, options);
         const expected = expectedVersion(req);
+        // A change that makes the caller the author: their turn first (see the top).
+        const authoring =
+          body.url !== undefined || body.eventTypes !== undefined || body.active === true;
         const item = await inDatabase(pool, req, async (db) => {
+          if (authoring) await db.query(prepared('select weld_hidden.lock_webhook_author()', []));
           const { rows } = await db.query<{ version: number }>(
             prepared('select version from weld_hidden.webhooks where id = $1 for update', [id]),
           );
@@ -361,6 +375,8 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
           webhookId: id,
         });
         const item = await inDatabase(pool, req, async (db) => {
+          // The caller becomes the author (they know the secret): their turn first.
+          await db.query(prepared('select weld_hidden.lock_webhook_author()', []));
           const { rowCount } = await db.query(
             prepared(
               `update weld_hidden.webhooks
