@@ -66,6 +66,7 @@ import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery }
 import { pageOf } from './pagination.ts';
 import {
   DeliveryListQuery,
+  MAX_WEBHOOK_TESTS_PER_TENANT,
   MAX_WEBHOOKS_PER_TENANT,
   Webhook,
   WebhookCreate,
@@ -391,6 +392,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/import-invalid | 422 | POST /imports/welds: the file has errors and nothing was imported; \`errors\` lists the first ${MAX_IMPORT_ERRORS} ({line, column, value, detail}, line 1 being the header) and \`errorCount\` counts them all |
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/webhook-paused | 409 | POST /webhooks/{id}/test: the endpoint is paused (its author was deactivated or demoted); resume it first |
+| /problems/too-many-webhook-tests | 429 | POST /webhooks/{id}/test: the tenant already has ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on this instance; Retry-After |
 | /problems/query-too-large | 400 | GraphQL: a query text over 50,000 characters or 1,000 fields, or over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
 | /problems/timeout | 503 | a statement timeout cancelled the work (DB_STATEMENT_TIMEOUT_MS) |
@@ -763,7 +765,8 @@ function eventPaths(): Record<string, unknown> {
           'WEBHOOK_GIVE_UP_HOURS (24) is disabled; PATCH active=true resumes it where it stopped. pausedAt and ' +
           'pausedReason: it paused when its author (createdBy) was deactivated or stopped being an admin; it ' +
           'receives nothing and its events wait (as long as EVENT_RETENTION_DAYS keeps them) until an admin ' +
-          `resumes it with PATCH active=true, becoming its author.${admin}`,
+          'resumes it with PATCH active=true, becoming its author. An admin who changes its url or eventTypes, or ' +
+          `sets a new secret, becomes its author too.${admin}`,
         parameters: [webhookId, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
         responses: {
           '200': { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') },
@@ -774,7 +777,7 @@ function eventPaths(): Record<string, unknown> {
       },
       patch: {
         summary: 'Change a webhook endpoint',
-        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once; on a paused one it resumes it, from where it stopped, and makes you its author.${admin}`,
+        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once; on a paused one it resumes it, from where it stopped, and makes you its author. A new url or eventTypes makes you its author too: it pauses when you are deactivated or demoted. 403 when you were deactivated or demoted meanwhile.${admin}`,
         parameters: [webhookId, header('If-Match', 'the ETag you read; 412 if it changed since')],
         requestBody: { required: true, ...content('WebhookPatch') },
         responses: {
@@ -799,7 +802,7 @@ function eventPaths(): Record<string, unknown> {
     '/webhooks/{id}/rotate-secret': {
       post: {
         summary: 'Replace the signing secret',
-        description: `A new secret, shown in this answer only; messages are signed with it from now on.${admin}`,
+        description: `A new secret, shown in this answer only; messages are signed with it from now on. You become the endpoint's author: it pauses when you are deactivated or demoted.${admin}`,
         parameters: [webhookId],
         responses: {
           '200': {
@@ -815,13 +818,16 @@ function eventPaths(): Record<string, unknown> {
     '/webhooks/{id}/test': {
       post: {
         summary: 'Send a test message (webhook.test) now',
-        description: `Sends one signed webhook.test message at once, whether it is active or disabled (a paused one is 409), and answers with the attempt (also in its deliveries): the receiver's HTTP status and how long it took, never its body. An attempt without an HTTP answer (an address the rules refuse, a name that does not resolve, a refused or reset connection, a timeout) is one outcome, answered when WEBHOOK_TIMEOUT_MS has passed, whatever happened sooner.${admin}`,
+        description: `Sends one signed webhook.test message at once, whether it is active or disabled (a paused one is 409), and answers with the attempt (also in its deliveries): the receiver's HTTP status and how long it took, never its body. An attempt without an HTTP answer (an address the rules refuse, a name that does not resolve, a refused or reset connection, a timeout, a name lookup that outlasts it) is one outcome, answered when WEBHOOK_TIMEOUT_MS has passed, whatever happened sooner. A tenant may have ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on an instance.${admin}`,
         parameters: [webhookId],
         responses: {
           '200': { description: 'the attempt and the answer', ...content('WebhookDelivery') },
           '403': webhookProblems['403'],
           '409': problem(
             'the endpoint is paused (/problems/webhook-paused): it receives nothing until resumed',
+          ),
+          '429': problem(
+            `the tenant already has ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on this instance (/problems/too-many-webhook-tests); Retry-After`,
           ),
           ...common,
         },

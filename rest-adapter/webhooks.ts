@@ -10,13 +10,23 @@
 //   DELETE /webhooks/{id}               204
 //   POST   /webhooks/{id}/rotate-secret a new secret, shown once; the old one stops at once
 //   POST   /webhooks/{id}/test          sends a webhook.test message now and answers with the attempt
-//                                       (its status and time; never the receiver's body)
+//                                       (its status and time; never the receiver's body); two of
+//                                       a tenant's at once on an instance, one more is 429
 //   GET    /webhooks/{id}/deliveries    every attempt with its answer, newest first
+//
+// An endpoint's author (createdBy) is the admin who last chose where it points or knows its
+// secret: registering it, changing its url or eventTypes, setting a new secret or resuming it
+// makes the caller its author, and it pauses when that admin is deactivated or demoted. Each of
+// these first takes the caller's author turn (weld_hidden.lock_webhook_author), which the pause
+// of their endpoints takes too, and the caller must be an active admin: a change and the
+// caller's deactivation at the same moment serialize, so either the change fails (403) or the
+// endpoint pauses after it.
 //
 // Not a generic resource (resource.ts): its create answers with a secret, which must never be
 // stored as an idempotent replay, so POST /webhooks takes no Idempotency-Key. The secret is
 // stored sealed (db/webhook-secrets.ts), bound to the endpoint's tenant and id.
 import { randomUUID } from 'node:crypto';
+import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
@@ -44,6 +54,12 @@ import { HistoryQuery } from './history.ts';
 /** Endpoints one tenant may register: enough for every integration, too few to amplify traffic. */
 export const MAX_WEBHOOKS_PER_TENANT = 20;
 
+/**
+ * Test messages one tenant may have in flight on an instance: each may hold a socket and a DNS
+ * lookup for WEBHOOK_TIMEOUT_MS, and nothing else bounds how many an admin starts.
+ */
+export const MAX_WEBHOOK_TESTS_PER_TENANT = 2;
+
 export const Webhook = z
   .object({
     id: z.uuid(),
@@ -69,7 +85,9 @@ export const Webhook = z
     createdBy: z
       .uuid()
       .nullable()
-      .describe('its author: the admin who registered it, or who last resumed it'),
+      .describe(
+        'its author: the admin who registered it, or who last changed its url or eventTypes, set a new secret or resumed it; it pauses when they are deactivated or demoted',
+      ),
     failingSince: z.iso
       .datetime()
       .nullable()
@@ -108,8 +126,8 @@ export const WebhookCreate = z.strictObject({
 });
 
 export const WebhookPatch = z.strictObject({
-  url: z.string().min(1).max(2000).optional(),
-  eventTypes: eventTypes.optional(),
+  url: z.string().min(1).max(2000).optional().describe('a new URL makes you its author'),
+  eventTypes: eventTypes.optional().describe('new event types make you its author'),
   description: z.string().max(500).nullable().optional(),
   active: z
     .boolean()
@@ -217,6 +235,65 @@ async function readWebhook(db: pg.PoolClient, id: string) {
 
 export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOptions): Route[] {
   const base = `${prefix}/webhooks`;
+  /** Test messages in flight on this instance, by tenant. */
+  const testsInFlight = new Map<string, number>();
+  /** Sends a test message to endpoint `id` and answers with the attempt. */
+  const sendTest = async (req: Request, res: Response, id: string) => {
+    const endpoint = await inDatabase(pool, req, async (db) => {
+      const { rows } = await db.query<StoredSecret & { url: string; paused: boolean }>(
+        prepared(
+          `select url, secret, secret_key_id, secret_sealed, paused_at is not null as paused
+             from weld_hidden.webhooks where id = $1`,
+          [id],
+        ),
+      );
+      return rows[0];
+    });
+    if (!endpoint) throw notFound();
+    if (endpoint.paused) {
+      throw new HttpProblem(409, {
+        type: '/problems/webhook-paused',
+        title: 'Webhook paused',
+        detail:
+          'The endpoint is paused (its author was deactivated or is no longer an admin): a paused endpoint receives nothing. Resume it first (PATCH active=true).',
+      });
+    }
+    const messageId = `ping_${randomUUID()}`;
+    const body = JSON.stringify({
+      id: messageId,
+      type: 'webhook.test',
+      occurredAt: new Date().toISOString(),
+      data: { webhookId: id },
+    });
+    // Sent outside any transaction: a slow endpoint holds no database connection. The answer
+    // is the status and the time, or the one outcome of every failure; the cause is logged.
+    const answer = await signedDelivery(
+      options.secretKeys,
+      endpoint,
+      { tenantId: req.tenant!.id, webhookId: id },
+      { url: endpoint.url, messageId, body },
+      {
+        ...options,
+        onFailure: (cause) =>
+          req.log.info({ webhookId: id, cause }, 'webhook test message got no answer'),
+      },
+      req.log,
+    );
+    const delivery = await inDatabase(pool, req, async (db) => {
+      const { rows } = await db.query<Record<string, unknown>>(
+        prepared(
+          `with d as (
+             insert into weld_hidden.webhook_deliveries
+               (webhook_id, message_id, event_type, attempt, status, error, duration_ms)
+             values ($1, $2, 'webhook.test', 1, $3, $4, $5) returning *)
+           ${DELIVERY_SELECT.replace('weld_hidden.webhook_deliveries d', 'd')}`,
+          [id, messageId, answer.status ?? null, answer.error ?? null, answer.durationMs],
+        ),
+      );
+      return rows[0];
+    });
+    res.json(delivery);
+  };
   return [
     {
       method: 'POST',
@@ -304,7 +381,11 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
         const body = parse(WebhookPatch, req.body, 'body');
         checkUrl(body.url, options);
         const expected = expectedVersion(req);
+        // A change that makes the caller the author: their turn first (see the top).
+        const authoring =
+          body.url !== undefined || body.eventTypes !== undefined || body.active === true;
         const item = await inDatabase(pool, req, async (db) => {
+          if (authoring) await db.query(prepared('select weld_hidden.lock_webhook_author()', []));
           const { rows } = await db.query<{ version: number }>(
             prepared('select version from weld_hidden.webhooks where id = $1 for update', [id]),
           );
@@ -361,6 +442,8 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
           webhookId: id,
         });
         const item = await inDatabase(pool, req, async (db) => {
+          // The caller becomes the author (they know the secret): their turn first.
+          await db.query(prepared('select weld_hidden.lock_webhook_author()', []));
           const { rowCount } = await db.query(
             prepared(
               `update weld_hidden.webhooks
@@ -382,60 +465,24 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       path: `${base}/:id/test`,
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
-        const endpoint = await inDatabase(pool, req, async (db) => {
-          const { rows } = await db.query<StoredSecret & { url: string; paused: boolean }>(
-            prepared(
-              `select url, secret, secret_key_id, secret_sealed, paused_at is not null as paused
-                 from weld_hidden.webhooks where id = $1`,
-              [id],
-            ),
-          );
-          return rows[0];
-        });
-        if (!endpoint) throw notFound();
-        if (endpoint.paused) {
-          throw new HttpProblem(409, {
-            type: '/problems/webhook-paused',
-            title: 'Webhook paused',
-            detail:
-              'The endpoint is paused (its author was deactivated or is no longer an admin): a paused endpoint receives nothing. Resume it first (PATCH active=true).',
+        const tenantId = req.tenant!.id;
+        const running = testsInFlight.get(tenantId) ?? 0;
+        if (running >= MAX_WEBHOOK_TESTS_PER_TENANT) {
+          throw new HttpProblem(429, {
+            type: '/problems/too-many-webhook-tests',
+            title: 'Too many webhook tests',
+            detail: `A tenant may have ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight at once; wait for one to end.`,
+            headers: { 'Retry-After': String(Math.ceil(options.timeoutMs / 1000)) },
           });
         }
-        const messageId = `ping_${randomUUID()}`;
-        const body = JSON.stringify({
-          id: messageId,
-          type: 'webhook.test',
-          occurredAt: new Date().toISOString(),
-          data: { webhookId: id },
-        });
-        // Sent outside any transaction: a slow endpoint holds no database connection. The answer
-        // is the status and the time, or the one outcome of every failure; the cause is logged.
-        const answer = await signedDelivery(
-          options.secretKeys,
-          endpoint,
-          { tenantId: req.tenant!.id, webhookId: id },
-          { url: endpoint.url, messageId, body },
-          {
-            ...options,
-            onFailure: (cause) =>
-              req.log.info({ webhookId: id, cause }, 'webhook test message got no answer'),
-          },
-          req.log,
-        );
-        const delivery = await inDatabase(pool, req, async (db) => {
-          const { rows } = await db.query<Record<string, unknown>>(
-            prepared(
-              `with d as (
-                 insert into weld_hidden.webhook_deliveries
-                   (webhook_id, message_id, event_type, attempt, status, error, duration_ms)
-                 values ($1, $2, 'webhook.test', 1, $3, $4, $5) returning *)
-               ${DELIVERY_SELECT.replace('weld_hidden.webhook_deliveries d', 'd')}`,
-              [id, messageId, answer.status ?? null, answer.error ?? null, answer.durationMs],
-            ),
-          );
-          return rows[0];
-        });
-        res.json(delivery);
+        testsInFlight.set(tenantId, running + 1);
+        try {
+          await sendTest(req, res, id);
+        } finally {
+          const left = testsInFlight.get(tenantId)! - 1;
+          if (left === 0) testsInFlight.delete(tenantId);
+          else testsInFlight.set(tenantId, left);
+        }
       },
     },
     {

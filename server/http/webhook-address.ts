@@ -15,6 +15,10 @@
 //                  Inside them the special-purpose rule is lifted, except for the ranges that are
 //                  never a receiver: this network, loopback, link-local (cloud metadata),
 //                  multicast, reserved and broadcast, and this machine's own addresses.
+//
+// Names are resolved with the system's resolver, on libuv's thread pool: LookupSlots bounds how
+// many lookups run at once, so a tenant's slow DNS cannot take the threads the rest of the
+// service needs.
 import dns from 'node:dns';
 import net from 'node:net';
 import os from 'node:os';
@@ -90,7 +94,85 @@ export interface TargetRules {
   localAddresses?: () => string[];
   /** Name resolution; default: the system's (dns.lookup, every address). */
   lookup?: (hostname: string) => Promise<Array<{ address: string; family: number }>>;
+  /** The lookups that may run at once; default: this process's (LOOKUP_SLOTS). */
+  lookupSlots?: LookupSlots;
 }
+
+/**
+ * A bound on the lookups that run at once. dns.lookup is getaddrinfo on libuv's thread pool (4
+ * threads), which WebCrypto, argon2 and file reads share: a name whose DNS answers slowly holds a
+ * thread for as long as it takes, whether or not anyone still waits for the answer. So at most
+ * `size` lookups run at once, at most `perOwner` of them for one owner (a tenant), and a slot is
+ * free only when its lookup has ended. A caller waits for a slot in order of arrival, and no
+ * longer than its deadline.
+ */
+export class LookupSlots {
+  #running = 0;
+  readonly #byOwner = new Map<string, number>();
+  readonly #waiting: Array<{ owner: string; start: () => void }> = [];
+
+  readonly size: number;
+  readonly perOwner: number;
+
+  constructor(size: number, perOwner: number) {
+    this.size = size;
+    this.perOwner = perOwner;
+  }
+
+  /**
+   * Runs `lookup` in a slot of `owner`'s. Resolves with its answer, or with undefined when
+   * `signal` aborts first (while waiting for a slot, or while the lookup runs: the slot stays
+   * taken until the lookup ends).
+   */
+  run<T>(owner: string, signal: AbortSignal, lookup: () => Promise<T>): Promise<T | undefined> {
+    return new Promise<T | undefined>((resolve, reject) => {
+      if (signal.aborted) return resolve(undefined);
+      const onAbort = () => {
+        const index = this.#waiting.indexOf(entry);
+        if (index >= 0) this.#waiting.splice(index, 1);
+        resolve(undefined);
+      };
+      const entry = {
+        owner,
+        start: () => {
+          this.#running += 1;
+          this.#byOwner.set(owner, (this.#byOwner.get(owner) ?? 0) + 1);
+          // The promise settles once; an answer after the abort is dropped.
+          new Promise<T>((answer) => answer(lookup())).then(resolve, reject).finally(() => {
+            signal.removeEventListener('abort', onAbort);
+            this.#running -= 1;
+            const left = this.#byOwner.get(owner)! - 1;
+            if (left === 0) this.#byOwner.delete(owner);
+            else this.#byOwner.set(owner, left);
+            this.#next();
+          });
+        },
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#waiting.push(entry);
+      this.#next();
+    });
+  }
+
+  /** Starts the first waiting lookups whose owners are under their share, while slots are free. */
+  #next(): void {
+    for (let i = 0; i < this.#waiting.length && this.#running < this.size;) {
+      const entry = this.#waiting[i]!;
+      if ((this.#byOwner.get(entry.owner) ?? 0) >= this.perOwner) {
+        i += 1;
+        continue;
+      }
+      this.#waiting.splice(i, 1);
+      entry.start();
+    }
+  }
+}
+
+/**
+ * This process's lookups for webhooks: two at once, one per tenant, so webhooks never take more
+ * than half of libuv's thread pool, and one tenant's slow names leave a slot to the others.
+ */
+export const LOOKUP_SLOTS = new LookupSlots(2, 1);
 
 /** Every address of this machine's interfaces, without IPv6 zone ids. */
 export function hostAddresses(): string[] {
@@ -161,10 +243,16 @@ const systemLookup = (hostname: string) =>
  * address refuses the name, so a name cannot mix a public address with an internal one and hope
  * for the internal one to be picked. Returns the address to connect to (the first), which the
  * caller pins for the connection: there is no second lookup for the answer to change in between.
+ * The lookup runs in one of `owner`'s lookup slots (LookupSlots), and is given up when `signal`
+ * aborts (the attempt's deadline), whether it waited for a slot or for the answer.
  */
 export async function resolveTarget(
   hostname: string,
   rules: TargetRules,
+  {
+    owner = '',
+    signal = new AbortController().signal,
+  }: { owner?: string; signal?: AbortSignal } = {},
 ): Promise<{ address: string; family: 4 | 6 } | { problem: string }> {
   const bare = hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = net.isIP(bare);
@@ -172,7 +260,12 @@ export async function resolveTarget(
   if (literal) addresses = [{ address: bare, family: literal }];
   else {
     try {
-      addresses = await (rules.lookup ?? systemLookup)(bare);
+      const lookup = rules.lookup ?? systemLookup;
+      const answer = await (rules.lookupSlots ?? LOOKUP_SLOTS).run(owner, signal, () =>
+        lookup(bare),
+      );
+      if (answer === undefined) return { problem: 'the name did not resolve in time' };
+      addresses = answer;
     } catch (error) {
       return {
         problem: `cannot resolve the name (${(error as { code?: string }).code ?? 'error'})`,

@@ -16,7 +16,8 @@
 // refused by the rule, a name that does not resolve, a refused connection, a reset, a TLS
 // failure, a timeout) is one outcome, NO_ANSWER, reported when the full timeout has passed
 // whatever happened sooner, so that an open port and a closed one look the same. The cause goes
-// to the server's log only (onFailure).
+// to the server's log only (onFailure). The timeout covers the whole attempt, the name's lookup
+// included: a name whose DNS answers slowly ends the same way, at the same time.
 import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -85,6 +86,8 @@ export interface DeliveryOptions extends TargetRules {
   timeoutMs: number;
   /** Why an attempt got no answer, for the server's log (never for the endpoint's admin). */
   onFailure?: (cause: string) => void;
+  /** Whose attempt it is (the tenant): its lookups share that owner's lookup slots. */
+  owner?: string;
 }
 
 export interface WebhookAnswer {
@@ -105,7 +108,23 @@ export async function deliverWebhook(
   message: WebhookMessage,
   options: DeliveryOptions,
 ): Promise<WebhookAnswer> {
+  // The attempt's deadline runs from here: the lookup, the connection and the answer all fit in it.
   const started = performance.now();
+  const expired = new AbortController();
+  const deadline = setTimeout(() => expired.abort(), options.timeoutMs);
+  try {
+    return await attempt(message, options, started, expired.signal);
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
+async function attempt(
+  message: WebhookMessage,
+  options: DeliveryOptions,
+  started: number,
+  expired: AbortSignal,
+): Promise<WebhookAnswer> {
   const failed = async (cause: string): Promise<WebhookAnswer> => {
     options.onFailure?.(cause);
     const left = options.timeoutMs - (performance.now() - started);
@@ -116,8 +135,12 @@ export async function deliverWebhook(
   const problem = webhookUrlProblem(message.url, options);
   if (problem) return failed(`refused: the URL ${problem}`);
   const url = new URL(message.url);
-  const target = await resolveTarget(url.hostname, options);
+  const target = await resolveTarget(url.hostname, options, {
+    owner: options.owner,
+    signal: expired,
+  });
   if ('problem' in target) return failed(`refused: ${target.problem}`);
+  if (expired.aborted) return failed(`no answer within ${options.timeoutMs} ms`);
 
   // The checked address, and no other: net.connect asks this instead of the resolver.
   const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
@@ -153,11 +176,9 @@ export async function deliverWebhook(
     });
     // The whole attempt within the timeout: an endpoint that trickles its headers holds its lane
     // no longer than one that does not answer at all.
-    const deadline = setTimeout(
-      () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)),
-      options.timeoutMs,
-    );
-    request.on('close', () => clearTimeout(deadline));
+    const onExpired = () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`));
+    expired.addEventListener('abort', onExpired, { once: true });
+    request.on('close', () => expired.removeEventListener('abort', onExpired));
     request.on('error', (error: Error & { code?: string }) =>
       settle({ cause: error.code ?? error.message }),
     );
@@ -197,5 +218,5 @@ export async function signedDelivery(
       durationMs: 0,
     };
   }
-  return deliverWebhook({ ...message, secret }, options);
+  return deliverWebhook({ ...message, secret }, { ...options, owner: owner.tenantId });
 }

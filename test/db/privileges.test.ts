@@ -214,6 +214,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.analyze_weld_import()': roles('weld_rules', 'weld_engineer'),
     'weld_hidden.lock_weld_imports()': roles(rules, 'weld_engineer'),
     'weld_hidden.lock_webhook_registrations()': roles(rules, 'weld_admin'),
+    // An endpoint's next author takes their turn (F14 follow-up): weld_rules', for admins.
+    'weld_hidden.lock_webhook_author()': roles(rules, 'weld_admin'),
     'weld_hidden.check_weld_import(present text[], decimal_comma boolean, max_errors integer)':
       roles(owner, 'weld_engineer'),
     'weld_hidden.apply_weld_import(file_sha256 text, file_bytes bigint)': roles(

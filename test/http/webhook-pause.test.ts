@@ -3,7 +3,12 @@
 // author (weld-admin, GraphQL as an admin, SQL) or takes the admin role away: it receives
 // nothing, a `webhook.paused` event says so (without the URL), its events wait, and an admin who
 // resumes it becomes its author.
+//
+// The follow-up review: an admin who re-pointed another admin's endpoint, or set its secret, did
+// not become its author, so deactivating them paused nothing; and a resume that committed after
+// the resuming admin's deactivation left an active endpoint with a deactivated author.
 import test from 'ava';
+import { withContext } from '../../db/database.ts';
 import { addUser, disableUser } from '../../db/users.ts';
 import { PASSWORD, login } from '../helpers/auth.ts';
 import { bearerClient, request } from '../helpers/http.ts';
@@ -16,6 +21,8 @@ import {
   until,
   worker,
   world,
+  signatureValid,
+  type Json,
   type World,
 } from '../helpers/webhooks.ts';
 
@@ -166,4 +173,181 @@ test('deactivation through GraphQL, and losing the admin role, pause too; a disa
     `select subject_id from weld_public.events where type = 'webhook.paused' order by id`,
   );
   t.deepEqual(events.map((e) => e.subject_id).sort(), [hooks.gone, hooks.demoted].sort());
+});
+
+/** The webhook.paused events of an endpoint, from the table (every role reads them). */
+async function pausedEvents(w: World, id: string) {
+  const { rows } = await w.owner.query<{ data: Json }>(
+    `select data from weld_public.events where type = 'webhook.paused' and subject_id = $1`,
+    [id],
+  );
+  return rows.map((r) => r.data);
+}
+
+test("an admin who re-points another admin's endpoint becomes its author: it pauses when they go, and receives nothing", async (t) => {
+  const w = await world(t);
+  const admin = ok(await w.a.admin.get('/auth/me'));
+  const admin2 = await secondAdmin(w);
+  const legit = await receiver(t);
+  const attacker = await receiver(t);
+  const hook = ok(await w.a.admin.post('/webhooks', { url: legit.url }), 201);
+  t.is(hook.createdBy, admin.id);
+  worker(t, w.server);
+
+  // admin2 points it at their own receiver, and is deactivated (the review's reproduction).
+  const repointed = ok(
+    await admin2.client.patch(`/webhooks/${hook.id}`, { url: attacker.url, description: 'x' }),
+  );
+  t.is(repointed.url, attacker.url);
+  t.is(repointed.createdBy, admin2.id, 'who chose where it points is its author');
+  await disableUser(w.owner, 'alpha', 'admin2');
+
+  const paused = ok(await w.a.admin.get(`/webhooks/${hook.id}`));
+  t.truthy(paused.pausedAt);
+  t.is(paused.pausedReason, 'its author admin2 was deactivated');
+  t.like(await pausedEvents(w, hook.id), [{ id: hook.id, createdBy: admin2.id }]);
+
+  await acceptWeld(w, 1);
+  await sleep(600); // several polls of the worker (100 ms)
+  t.is(attacker.got.length, 0, "the deactivated admin's URL received nothing");
+  t.is(legit.got.length, 0);
+
+  // A change of the event types makes the caller the author as well; a description does not.
+  const other = ok(await w.a.admin.post('/webhooks', { url: legit.url }), 201);
+  const admin3 = await secondAdmin(w, 'admin3');
+  t.is(
+    ok(await admin3.client.patch(`/webhooks/${other.id}`, { description: 'notes' })).createdBy,
+    admin.id,
+  );
+  t.is(
+    ok(await admin3.client.patch(`/webhooks/${other.id}`, { eventTypes: ['iso.updated'] }))
+      .createdBy,
+    admin3.id,
+  );
+});
+
+test('a rotated secret makes the caller the author; the author before no longer pauses it', async (t) => {
+  const w = await world(t);
+  const admin2 = await secondAdmin(w);
+  const admin3 = await secondAdmin(w, 'admin3');
+  const r = await receiver(t);
+  // Both registered by admin3; admin2 rotates one secret and re-types the other.
+  const rotated = ok(await admin3.client.post('/webhooks', { url: r.url }), 201);
+  const retyped = ok(await admin3.client.post('/webhooks', { url: r.url }), 201);
+  const untouched = ok(await admin3.client.post('/webhooks', { url: r.url }), 201);
+  const renewed = ok(await admin2.client.post(`/webhooks/${rotated.id}/rotate-secret`));
+  t.is(renewed.createdBy, admin2.id, 'who knows the secret is its author');
+  t.is(
+    ok(await admin2.client.patch(`/webhooks/${retyped.id}`, { eventTypes: ['iso.updated'] }))
+      .createdBy,
+    admin2.id,
+  );
+
+  // admin3, the author before, goes: only the endpoint still theirs pauses.
+  await disableUser(w.owner, 'alpha', 'admin3');
+  const state = async (id: string) => ok(await w.a.admin.get(`/webhooks/${id}`));
+  t.is((await state(untouched.id)).pausedReason, 'its author admin3 was deactivated');
+  t.is((await state(rotated.id)).pausedAt, null);
+  t.is((await state(retyped.id)).pausedAt, null);
+
+  // admin2, who holds the rotated secret, goes: both pause, each event naming admin2.
+  await disableUser(w.owner, 'alpha', 'admin2');
+  for (const id of [rotated.id, retyped.id]) {
+    t.is((await state(id)).pausedReason, 'its author admin2 was deactivated');
+    t.like(await pausedEvents(w, id), [{ createdBy: admin2.id }]);
+  }
+  worker(t, w.server);
+  ok(await w.a.engineer.patch(`/isos/${w.iso}`, { area: 'after' }));
+  await acceptWeld(w, 1);
+  await sleep(600);
+  t.false(
+    r.got.some((x) => signatureValid(renewed.secret, x)),
+    'nothing signed with the secret admin2 knows',
+  );
+  t.is(r.got.length, 0);
+});
+
+test('a resume racing its admin\u2019s deactivation: the deactivation waits and pauses it again', async (t) => {
+  const w = await world(t);
+  const admin2 = await secondAdmin(w);
+  const r = await receiver(t);
+  const hook = ok(await w.a.admin.post('/webhooks', { url: r.url }), 201);
+  const { rows } = await w.owner.query<{ id: string }>(
+    `select id from weld_public.tenants where slug = 'alpha'`,
+  );
+  const tenantId = rows[0]!.id;
+  // Paused as if its author had gone (admin is still around; the state is what matters).
+  await w.owner.query(
+    `update weld_hidden.webhooks set paused_at = now(), paused_reason = 'its author x was deactivated'
+      where id = $1`,
+    [hook.id],
+  );
+
+  // admin2 resumes it in a transaction of theirs (any path: the table's trigger), and before it
+  // commits, a DBA deactivates admin2.
+  let disabled = false;
+  let disabling: Promise<void> | undefined;
+  await withContext(
+    w.server.pool,
+    { role: 'weld_admin', tenantId, userId: admin2.id },
+    async (db) => {
+      await db.query(
+        'update weld_hidden.webhooks set paused_at = null, paused_reason = null where id = $1',
+        [hook.id],
+      );
+      disabling = disableUser(w.owner, 'alpha', 'admin2').then(() => {
+        disabled = true;
+      });
+      await sleep(400);
+      t.false(disabled, 'the deactivation waits for the resume');
+    },
+  );
+  await disabling;
+  const after = ok(await w.a.admin.get(`/webhooks/${hook.id}`));
+  t.is(after.createdBy, admin2.id);
+  t.is(after.pausedReason, 'its author admin2 was deactivated', 'paused again at its commit');
+});
+
+test('changes racing their admin\u2019s deactivation: they fail, or the endpoint pauses after them', async (t) => {
+  const w = await world(t);
+  const admin2 = await secondAdmin(w);
+  const admin3 = await secondAdmin(w, 'admin3');
+  const legit = await receiver(t);
+  const attacker = await receiver(t);
+  const hook = ok(await w.a.admin.post('/webhooks', { url: legit.url }), 201);
+  const changes = (who: typeof admin2) => [
+    who.client.patch(`/webhooks/${hook.id}`, { url: attacker.url }),
+    who.client.post(`/webhooks/${hook.id}/rotate-secret`),
+    who.client.patch(`/webhooks/${hook.id}`, { active: true }),
+  ];
+
+  // The deactivation goes first: its pause has run (SET CONSTRAINTS ... IMMEDIATE runs the
+  // deferred trigger now) but not committed while admin2's changes come in (a new URL, a new
+  // secret, a resume). Each waits for it, and fails.
+  await w.owner.query('begin');
+  await w.owner.query(`update weld_public.users set active = false where user_name = 'admin2'`);
+  await w.owner.query('set constraints all immediate');
+  const refused = changes(admin2);
+  await sleep(400);
+  await w.owner.query('commit');
+  for (const res of await Promise.all(refused)) {
+    t.is(res.status, 403, res.text);
+    t.is(res.json.type, '/problems/role-not-allowed');
+  }
+  t.like(ok(await w.a.admin.get(`/webhooks/${hook.id}`)), {
+    url: legit.url,
+    pausedAt: null,
+    version: hook.version,
+  });
+
+  // admin3's changes go first: they pass, and the deactivation's commit pauses the endpoint.
+  await w.owner.query('begin');
+  await w.owner.query(`update weld_public.users set active = false where user_name = 'admin3'`);
+  for (const res of await Promise.all(changes(admin3))) t.is(res.status, 200, res.text);
+  await w.owner.query('commit');
+  t.like(ok(await w.a.admin.get(`/webhooks/${hook.id}`)), {
+    url: attacker.url,
+    createdBy: admin3.id,
+    pausedReason: 'its author admin3 was deactivated',
+  });
 });

@@ -351,14 +351,13 @@ test('closed, silent, resetting and non-HTTP ports are one outcome after one fix
   const ssh = await listen((socket) => socket.end('SSH-2.0-OpenSSH_9.6\r\n'));
   const targets = { closed: closedPort, silent, reset, ssh };
 
+  // Two tenants, two each: a tenant may have two test messages in flight.
   const outcomes = await Promise.all(
-    Object.entries(targets).map(async ([name, port]) => {
-      const hook = ok(
-        await w.a.admin.post('/webhooks', { url: `http://127.0.0.1:${port}/x` }),
-        201,
-      );
+    Object.entries(targets).map(async ([name, port], n) => {
+      const admin = n % 2 ? w.b.admin : w.a.admin;
+      const hook = ok(await admin.post('/webhooks', { url: `http://127.0.0.1:${port}/x` }), 201);
       const started = Date.now();
-      const res = ok(await w.a.admin.post(`/webhooks/${hook.id}/test`));
+      const res = ok(await admin.post(`/webhooks/${hook.id}/test`));
       return { name, elapsed: Date.now() - started, answer: res };
     }),
   );
