@@ -284,23 +284,26 @@ test('on PostgreSQL 17+, transaction_timeout ends a request that outlives its de
   }
   const pool = createPool(rootUrl, { max: 1, onError: () => {} });
   t.teardown(() => pool.end());
-  // A deadline of 100 ms and a backstop 200 ms after it; the unit begins at once, then holds
-  // the transaction (as a stalled process would) past both.
+  // A deadline of 1 s (room for a busy machine to connect within it) and a backstop 200 ms after
+  // it; the unit begins at once, then holds the transaction (as a stalled process would) past both.
   const session = new GraphqlRequestSession(
     pool,
-    { deadlineMs: 100, statementTimeoutMs: 10_000 },
+    { deadlineMs: 1_000, statementTimeoutMs: 10_000 },
     200,
   );
+  let ran = false;
   const failure = await session
     .withPgClient(null, async (client) => {
+      ran = true;
       await client.query({ text: 'select 1' });
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
       return client.query({ text: 'select 2' });
     })
     .then(
       () => undefined,
       (error: unknown) => error,
     );
+  t.true(ran, 'the unit began within its deadline');
   t.truthy(failure, 'the second statement found its transaction ended');
   t.is(databaseProblem(failure)?.type, '/problems/timeout', String(failure));
   t.truthy(await session.end(true), 'nothing to commit: the transaction is gone');
