@@ -16,8 +16,7 @@
 // first, for comparison.
 //
 //   npm run bench:graphql [-- --duration 20]
-import crypto from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -28,6 +27,7 @@ import { openMigratedDatabase } from '../db/migrate.ts';
 import { seedTenant } from '../db/seed/index.ts';
 import { addTenant } from '../db/tenants.ts';
 import { addUser } from '../db/users.ts';
+import { startService } from './service.ts';
 
 const { values } = parseArgs({
   options: { duration: { type: 'string', default: '20' } },
@@ -184,34 +184,7 @@ async function login(port: number, host: string, userName: string): Promise<stri
 }
 
 function start(): Promise<{ child: ChildProcess; port: number }> {
-  const logFile = path.join(DATA_DIR, 'graphql-service.log');
-  const fd = fs.openSync(logFile, 'w');
-  const child = spawn(process.execPath, ['server/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      DATABASE_URL: rootUrl,
-      // Required with a database URL; a fresh one per run (the bench registers no webhook).
-      WEBHOOK_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
-      PORT: '0',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', fd, fd],
-  });
-  fs.closeSync(fd);
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + 60_000;
-    const poll = setInterval(() => {
-      const match = /"port":(\d+),[^\n]*listening on/.exec(fs.readFileSync(logFile, 'utf8'));
-      if (match) {
-        clearInterval(poll);
-        resolve({ child, port: Number(match[1]) });
-      } else if (Date.now() > deadline || child.exitCode !== null) {
-        clearInterval(poll);
-        reject(new Error(`the service did not start; see ${logFile}`));
-      }
-    }, 100);
-  });
+  return startService(rootUrl, path.join(DATA_DIR, 'graphql-service.log'));
 }
 
 function call(
