@@ -393,6 +393,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
 | /problems/webhook-paused | 409 | POST /webhooks/{id}/test: the endpoint is paused (its author was deactivated or demoted); resume it first |
 | /problems/too-many-webhook-tests | 429 | POST /webhooks/{id}/test: the tenant already has ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on this instance; Retry-After |
+| /problems/too-many-graphql-requests | 429 | POST /graphql: this user (GRAPHQL_REQUESTS_PER_USER) or tenant (GRAPHQL_REQUESTS_PER_TENANT) already has its most requests in flight on this instance; \`limit\`, \`scope\`, Retry-After |
 | /problems/query-too-large | 400 | GraphQL: a query text over 50,000 characters or 1,000 fields, or over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
 | /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
 | /problems/timeout | 503 | a statement timeout cancelled the work (DB_STATEMENT_TIMEOUT_MS) |
