@@ -1276,7 +1276,7 @@ function buildDocument() {
     openapi: '3.1.0',
     info: {
       title: 'Weld Data Service',
-      version: '0.8.0',
+      version: '0.9.0',
       description:
         'Multi-tenant API for weld data on piping projects. Each tenant is served from its own origin: ' +
         'the Host header chooses the tenant, and an unknown origin is 404 before anything else.\n\n' +
