@@ -91,9 +91,14 @@ export const importListQuery = z.strictObject({
   cursor: cursorParam.optional(),
 });
 
+/** Imports in flight per tenant, by the service's pool (one service, one count). */
+const importsInFlight = new WeakMap<pg.Pool, Map<string, number>>();
+
 export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptions): Route[] {
   const { maxBytes } = options;
-  const inFlight = new Map<string, number>();
+  // Per tenant, shared by the routes' prefixes (/imports and /api/imports) of one service.
+  const inFlight = importsInFlight.get(pool) ?? new Map<string, number>();
+  importsInFlight.set(pool, inFlight);
   return [
     {
       method: 'POST',

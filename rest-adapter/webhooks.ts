@@ -233,10 +233,14 @@ async function readWebhook(db: pg.PoolClient, id: string) {
   return rows[0];
 }
 
+/** Test messages in flight per tenant, by the service's pool (one service, one count). */
+const webhookTestsInFlight = new WeakMap<pg.Pool, Map<string, number>>();
+
 export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOptions): Route[] {
   const base = `${prefix}/webhooks`;
-  /** Test messages in flight on this instance, by tenant. */
-  const testsInFlight = new Map<string, number>();
+  // Test messages in flight on this instance, by tenant: one count for both prefixes.
+  const testsInFlight = webhookTestsInFlight.get(pool) ?? new Map<string, number>();
+  webhookTestsInFlight.set(pool, testsInFlight);
   /** Sends a test message to endpoint `id` and answers with the attempt. */
   const sendTest = async (req: Request, res: Response, id: string) => {
     const endpoint = await inDatabase(pool, req, async (db) => {

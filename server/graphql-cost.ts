@@ -89,6 +89,14 @@ export const MAX_FIELDS = 1_000;
  * of a second. Variables are JSON, bounded by MAX_JSON_DEPTH (server/http/route.ts) to the same.
  */
 export const MAX_VALUE_DEPTH = 32;
+/**
+ * How many input values a request may carry, in its document and in its variables each (every
+ * scalar, list item and object field counts). Coercing and planning them is CPU on the event loop
+ * before the deadline runs: a filter `or` of 30,000 conditions in 900 KB of variables held every
+ * request for a second. 2,500 is a filter of hundreds of conditions, or a record of hundreds of
+ * welds.
+ */
+export const MAX_INPUT_VALUES = 2_500;
 /** What totalCount, aggregates and groupedAggregates cost: they scan the rows, not a page. */
 export const SCAN_WEIGHT = 50;
 /**
@@ -184,17 +192,28 @@ function checkedDocument(schema: GraphQLSchema, query: string): DocumentNode | s
     let fields = 0;
     let valueDepth = 0;
     let deepest = 0;
+    let values = 0;
     const enterValue = () => void (deepest = Math.max(deepest, ++valueDepth));
     const leaveValue = () => void valueDepth--;
+    const countValue = () => void values++;
     visit(document, {
       Field: () => void fields++,
       ObjectValue: { enter: enterValue, leave: leaveValue },
       ListValue: { enter: enterValue, leave: leaveValue },
+      ObjectField: countValue,
+      IntValue: countValue,
+      FloatValue: countValue,
+      StringValue: countValue,
+      BooleanValue: countValue,
+      NullValue: countValue,
+      EnumValue: countValue,
     });
     if (fields > MAX_FIELDS) {
       verdict = `The query selects ${fields} fields; at most ${MAX_FIELDS} are accepted.`;
     } else if (deepest > MAX_VALUE_DEPTH) {
       verdict = `An argument's value nests ${deepest} deep; at most ${MAX_VALUE_DEPTH} levels are accepted.`;
+    } else if (values > MAX_INPUT_VALUES) {
+      verdict = `The query writes ${values} input values; at most ${MAX_INPUT_VALUES} are accepted.`;
     } else if (validate(schema, document).length === 0) {
       const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
       verdict = depthErrors.length > 0 ? depthErrors[0]!.message : document;
@@ -249,16 +268,38 @@ export function checkGraphqlRequest(
   if (!operation) return undefined;
   const inputs = body.variables ?? {};
   if (typeof inputs !== 'object' || Array.isArray(inputs)) return undefined;
+  if (!withinValues(inputs, MAX_INPUT_VALUES)) {
+    throw tooLarge(
+      `The variables hold more than ${MAX_INPUT_VALUES} values; at most that many are accepted.`,
+    );
+  }
   const coerced = getVariableValues(
     schema,
     operation.variableDefinitions ?? [],
     inputs as Record<string, unknown>,
+    // Each error is a line of the answer: a few say what is wrong.
+    { maxErrors: 50 },
   );
   if (coerced.errors) return undefined;
 
   const cost = operationCost(schema, document, operation, coerced.coerced);
   if (cost > budget) throw tooCostly(cost, budget);
   return cost;
+}
+
+/** Whether a JSON value holds at most `limit` values (scalars, list items, object fields). */
+function withinValues(value: unknown, limit: number): boolean {
+  const stack: unknown[] = [value];
+  let count = 0;
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next !== 'object' || next === null) continue;
+    const inner: unknown[] = Array.isArray(next) ? (next as unknown[]) : Object.values(next);
+    count += inner.length;
+    if (count > limit) return false;
+    stack.push(...inner);
+  }
+  return true;
 }
 
 /**
@@ -354,6 +395,9 @@ class CostWalk {
     const field = parent.getFields()[name]!;
     const type = getNamedType(field.type);
     let self = COMPUTED_COLUMN_WEIGHTS[`${parent.name}.${name}`] ?? 1;
+    // A computed column in an aggregate (distinctCount { state }) runs on every row aggregated.
+    const aggregated = parent.name.endsWith('Aggregates') && COMPUTED_WEIGHT_BY_NAME.get(name);
+    if (aggregated) self = SCAN_WEIGHT * aggregated;
     if (isConnection(parent) && SCANNING_FIELDS.has(name)) self = SCAN_WEIGHT;
     if (isConnection(parent) && name === 'pageInfo') self = 1 + (page ?? 0);
     if (isLeafType(type)) return self;
@@ -426,9 +470,12 @@ class CostWalk {
       if (weight) cost += SCAN_WEIGHT * weight;
       const innerType = getNamedType(field.type);
       if (!isInputObjectType(innerType)) continue;
-      const innerRow = this.filteredRow(innerType);
+      // Any field into another row's filter (a relation, a row's relation to its own table
+      // included), or into a to-many filter; and/or/not stay on the same rows.
+      const logical = key === 'and' || key === 'or' || key === 'not';
       const follows =
-        innerType.name.includes('ToMany') || (innerRow !== undefined && innerRow !== rowType);
+        !logical &&
+        (innerType.name.includes('ToMany') || this.filteredRow(innerType) !== undefined);
       if (follows) cost += SCAN_WEIGHT;
       cost += this.filterValueCost(inner, innerType);
     }

@@ -255,9 +255,13 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
       body: true,
       handler: async (req, res, next) => {
         const body = req.body as GraphqlRequestBody | undefined;
+        const schema = await graphql.schema(); // built at start; the first request may wait
+        // 429 when the user or the tenant has its most requests in flight; else the deadline
+        // runs. Before the check, so that checking a document (CPU, on the event loop) counts.
+        graphql.requests.admit(req, res);
         let cost: number | undefined;
         try {
-          cost = checkGraphqlRequest(await graphql.schema(), body, graphql.maxCost);
+          cost = checkGraphqlRequest(schema, body, graphql.maxCost);
         } catch (error) {
           // Refusals over budget are what GRAPHQL_MAX_COST is tuned by.
           if (error instanceof HttpProblem && error.type === '/problems/query-too-costly') {
@@ -266,8 +270,6 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
           throw error;
         }
         req.log.debug({ graphqlCost: cost }, 'GraphQL query cost');
-        // 429 when the user or the tenant has its most requests in flight; else the deadline runs.
-        graphql.requests.admit(req, res);
         graphql.handler(req, res, next);
       },
     },

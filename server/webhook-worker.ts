@@ -92,22 +92,29 @@ export function startWebhookWorker(
       data: job.data,
       change: job.change,
     });
-    const answer = await signedDelivery(
-      options.secretKeys,
-      job,
-      { tenantId: job.tenant_id, webhookId: job.webhook_id },
-      { url: job.url, messageId: job.event_id, body },
-      {
-        ...options,
-        // The cause stays here: the endpoint's admin sees one outcome for every failure.
-        onFailure: (cause) =>
-          logger.info(
-            { tenantId: job.tenant_id, webhookId: job.webhook_id, cause },
-            'webhook delivery got no answer',
-          ),
-      },
-      logger,
-    );
+    const send = () =>
+      signedDelivery(
+        options.secretKeys,
+        job,
+        { tenantId: job.tenant_id, webhookId: job.webhook_id },
+        { url: job.url, messageId: job.event_id, body },
+        {
+          ...options,
+          // The cause stays here: the endpoint's admin sees one outcome for every failure.
+          onFailure: (cause) =>
+            logger.info(
+              { tenantId: job.tenant_id, webhookId: job.webhook_id, cause },
+              'webhook delivery got no answer',
+            ),
+        },
+        logger,
+      );
+    // An attempt that never began (other tenants' slow names held every lookup slot) is not
+    // this endpoint's failure: it is tried again while the lease leaves room for a whole
+    // attempt, and only then recorded, so no tenant's DNS can run up another's failures.
+    const leaseEnds = Date.now() + leaseSeconds * 1000;
+    let answer = await send();
+    while (answer.deferred && Date.now() + 2 * options.timeoutMs < leaseEnds) answer = await send();
     const retryMs = retryDelayMs(job.attempt + 1, options.retryBaseMs);
     await pool.query(
       'select weld_hidden.finish_webhook_delivery($1, $2, $3, $4, $5, $6, $7, $8, $9)',

@@ -106,6 +106,9 @@ export interface TargetRules {
  * free only when its lookup has ended. A caller waits for a slot in order of arrival, and no
  * longer than its deadline.
  */
+/** What LookupSlots.run answers when no slot came free before the deadline. */
+export const NO_SLOT = Symbol('no lookup slot');
+
 export class LookupSlots {
   #running = 0;
   readonly #byOwner = new Map<string, number>();
@@ -120,17 +123,23 @@ export class LookupSlots {
   }
 
   /**
-   * Runs `lookup` in a slot of `owner`'s. Resolves with its answer, or with undefined when
-   * `signal` aborts first (while waiting for a slot, or while the lookup runs: the slot stays
-   * taken until the lookup ends).
+   * Runs `lookup` in a slot of `owner`'s. Resolves with its answer; with NO_SLOT when `signal`
+   * aborts while it still waits for a slot (it never began: the slots were others'); with
+   * undefined when `signal` aborts while the lookup runs (the slot stays taken until it ends).
    */
-  run<T>(owner: string, signal: AbortSignal, lookup: () => Promise<T>): Promise<T | undefined> {
-    return new Promise<T | undefined>((resolve, reject) => {
-      if (signal.aborted) return resolve(undefined);
+  run<T>(
+    owner: string,
+    signal: AbortSignal,
+    lookup: () => Promise<T>,
+  ): Promise<T | undefined | typeof NO_SLOT> {
+    return new Promise<T | undefined | typeof NO_SLOT>((resolve, reject) => {
+      if (signal.aborted) return resolve(NO_SLOT);
       const onAbort = () => {
         const index = this.#waiting.indexOf(entry);
-        if (index >= 0) this.#waiting.splice(index, 1);
-        resolve(undefined);
+        if (index >= 0) {
+          this.#waiting.splice(index, 1);
+          resolve(NO_SLOT);
+        } else resolve(undefined);
       };
       const entry = {
         owner,
@@ -253,7 +262,7 @@ export async function resolveTarget(
     owner = '',
     signal = new AbortController().signal,
   }: { owner?: string; signal?: AbortSignal } = {},
-): Promise<{ address: string; family: 4 | 6 } | { problem: string }> {
+): Promise<{ address: string; family: 4 | 6 } | { problem: string; noSlot?: true }> {
   const bare = hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = net.isIP(bare);
   let addresses: Array<{ address: string; family: number }>;
@@ -264,6 +273,10 @@ export async function resolveTarget(
       const answer = await (rules.lookupSlots ?? LOOKUP_SLOTS).run(owner, signal, () =>
         lookup(bare),
       );
+      if (answer === NO_SLOT) {
+        // Not this name's doing: other tenants' slow names held every slot.
+        return { problem: 'no lookup slot came free in time', noSlot: true };
+      }
       if (answer === undefined) return { problem: 'the name did not resolve in time' };
       addresses = answer;
     } catch (error) {

@@ -96,6 +96,11 @@ export interface WebhookAnswer {
   /** NO_ANSWER (the one outcome of every failure without an HTTP status), or a refusal to send. */
   error?: string;
   durationMs: number;
+  /**
+   * The attempt never began: every lookup slot stayed taken (by other tenants' slow names) until
+   * its deadline. The worker tries again rather than count it against the endpoint.
+   */
+  deferred?: true;
 }
 
 /** The error of every attempt that got no HTTP answer, whatever the cause. */
@@ -139,7 +144,10 @@ async function attempt(
     owner: options.owner,
     signal: expired,
   });
-  if ('problem' in target) return failed(`refused: ${target.problem}`);
+  if ('problem' in target) {
+    const answer = await failed(`refused: ${target.problem}`);
+    return 'noSlot' in target ? { ...answer, deferred: true } : answer;
+  }
   if (expired.aborted) return failed(`no answer within ${options.timeoutMs} ms`);
 
   // The checked address, and no other: net.connect asks this instead of the resolver.

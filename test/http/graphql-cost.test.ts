@@ -13,6 +13,7 @@ import {
   COMPUTED_COLUMN_WEIGHTS,
   INTROSPECTION_COST,
   MAX_FIELDS,
+  MAX_INPUT_VALUES,
   MAX_QUERY_LENGTH,
   MAX_VALUE_DEPTH,
   operationCost,
@@ -181,6 +182,18 @@ test('computed columns cost their weight, filters what they look at; every compu
     1 + SCAN_WEIGHT + 1 + 1,
   );
   t.is(cost('{ allWelds(first: 1, orderBy: [WELD_NUMBER_ASC, NATURAL]) { nodes { rowId } } }'), 3);
+  // A row's relation to its own table is a relation too; a computed column in an aggregate runs
+  // on every row aggregated.
+  t.is(
+    cost(
+      '{ allExaminationSelections(first: 1, filter: { causeSelection: { rowId: { isNull: false } } }) { nodes { rowId } } }',
+    ),
+    1 + SCAN_WEIGHT + SCAN_WEIGHT + 1 + 1,
+  );
+  t.is(
+    cost('{ allExaminationSelections { aggregates { distinctCount { state rowId } } } }'),
+    1 + SCAN_WEIGHT + 1 + SCAN_WEIGHT * state + 1,
+  );
   // totalCount scans anyway: a filter on stored columns adds nothing to it.
   t.is(cost('{ allWelds(filter: { repairCycle: { greaterThan: 0 } }) { totalCount } }'), 1 + 50);
 
@@ -394,6 +407,38 @@ test("a query text over MAX_QUERY_LENGTH is refused before parsing; a syntax err
   const fine = await gql(nots(MAX_VALUE_DEPTH - 2));
   t.is(fine.status, 200, JSON.stringify(fine.json));
   t.is(fine.json.errors, undefined);
+
+  // At most MAX_INPUT_VALUES input values, in the document and in the variables: a filter of
+  // 30,000 conditions (900 KB of variables) held every request for a second.
+  const inList = (n: number) =>
+    `{ allWelds(first: 1, filter: { repairCycle: { in: [${Array(n).fill(0).join(',')}] } }) { nodes { rowId } } }`;
+  // first: 1, repairCycle and in are three values more than the list's items.
+  const wide = await gql(inList(MAX_INPUT_VALUES - 2));
+  t.is(wide.status, 400);
+  t.is(wide.json.type, '/problems/query-too-large');
+  t.regex(wide.json.detail, /writes 2501 input values; at most 2500/);
+  t.is((await gql(inList(MAX_INPUT_VALUES - 3))).status, 200);
+  const byVariables = (n: number) =>
+    gql('query Q($f: WeldFilter) { allWelds(first: 1, filter: $f) { nodes { rowId } } }', {
+      f: { or: Array.from({ length: n }, (_, i) => ({ repairCycle: { equalTo: i } })) },
+    });
+  // Each condition is three values (or's item, repairCycle, equalTo): 834 of them are over.
+  const wideVariables = await byVariables(Math.ceil(MAX_INPUT_VALUES / 3) + 1);
+  t.is(wideVariables.status, 400);
+  t.regex(wideVariables.json.detail, /variables hold more than 2500 values/);
+  t.is((await byVariables(800)).status, 200);
+  // Bad values by the thousand: a few errors, not one per value.
+  const bad = await gql(
+    'query Q($f: WeldFilter) { allWelds(first: 1, filter: $f) { nodes { rowId } } }',
+    {
+      f: { or: Array.from({ length: 800 }, () => ({ repairCycle: { equalTo: 'x' } })) },
+    },
+  );
+  t.is(bad.status, 400);
+  t.true(
+    bad.json.errors.length >= 1 && bad.json.errors.length <= 51,
+    `${bad.json.errors.length} errors`,
+  );
 
   // Nested deeper than the parser's stack: 400 query-too-large, not a 500, and again from cache.
   for (const deep of ['{a'.repeat(16_000), `{ a(x: ${'['.repeat(20_000)}) }`]) {

@@ -720,6 +720,15 @@ test('a tenant has at most IMPORTS_PER_TENANT imports at once on an instance; on
   t.is(third.status, 429, third.text);
   t.like(third.json, { type: '/problems/too-many-imports', limit: IMPORTS_PER_TENANT });
   t.is(third.headers['retry-after'], '5');
+  // The /api prefix is the same service: the same count.
+  const viaApi = await request(w.port, {
+    method: 'POST',
+    path: '/api/imports/welds?dryRun=true',
+    host: A,
+    body: csv('ISO-9,L-1,W-9,BW,2,,,,W-1,WPS-1,0,'),
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
+  });
+  t.is(viaApi.status, 429, viaApi.text);
   // Another tenant is not held back.
   const other = await w.b.engineer.upload(csv('ISO-1,L-1,W-1,BW,2,,,,W-1,,,'), '?dryRun=true');
   t.not(other.status, 429, other.text);
