@@ -155,7 +155,7 @@ function start(
 }
 
 const poolSize = '20';
-// The service starts as `npm start` starts it (its node flags bound the heap: README, Memory).
+// The service starts as `npm start` starts it (its node flags bound the heap: docs/operating.md, "Memory and startup").
 const PROFILES = path.join(DATA_DIR, 'profiles');
 const startScript = (
   JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {

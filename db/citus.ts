@@ -7,7 +7,7 @@
 // pg_policy, pg_trigger) and says, for every table, where it goes and why; what Citus would refuse
 // (the problems); what it accepts but runs differently (the cautions); and the statements that
 // distribute the schema in an order Citus accepts. `weld-admin citus-plan` prints them,
-// test/db/citus.test.ts holds the schema to them, README "Scaling out" says what they mean.
+// test/db/citus.test.ts holds the schema to them, docs/operating.md, "Scaling out", says what they mean.
 //
 // The rules are Citus's own (commands/foreign_constraint.c and create_distributed_table.c of
 // Citus 12 to 14), checked here before a cluster exists:
@@ -527,7 +527,7 @@ export function renderCitusPlan(
   const local = analysis.tables.filter((t) => t.placement === 'local');
   const reasonOf = (table: string) => analysis.tables.find((t) => t.table === table)!.reason;
   const lines = [
-    '-- The Weld Data Service schema as Citus tables (weld-admin citus-plan; README "Scaling out").',
+    '-- The Weld Data Service schema as Citus tables (weld-admin citus-plan; docs/operating.md, "Scaling out").',
     `-- The schema of migrations up to ${context.migration ?? '(none)'}.`,
     '--',
     ...comment(
@@ -558,7 +558,7 @@ export function renderCitusPlan(
       '--',
     ),
     '--',
-    '-- What runs differently on Citus (README "Scaling out" says what to change first):',
+    '-- What runs differently on Citus (docs/operating.md, "Scaling out", says what to change first):',
     ...analysis.cautions.flatMap((c) => comment(c, '-- -')),
     '',
   ];

@@ -350,7 +350,7 @@ const commands: Record<string, Command<unknown>> = {
       'webhooks reencrypt   (seals every webhook secret with WEBHOOK_SECRET_KEY; the keys of WEBHOOK_SECRET_KEYS_OLD open the others)',
     parse: (args) => argv(args, [], {}),
     run: async (db) => {
-      // The last step of a key rotation (README, "Operating it"): all or nothing.
+      // The last step of a key rotation (docs/operating.md, "Webhook secret keys"): all or nothing.
       const keys = loadWebhookSecretKeys();
       try {
         const count = await reencryptSecrets(db, keys);
@@ -404,7 +404,7 @@ const commands: Record<string, Command<unknown>> = {
     usage: 'citus-plan   (the SQL that distributes the schema with Citus goes to standard output)',
     parse: (args) => argv(args, [], {}),
     run: async (db) => {
-      // README "Scaling out"; db/citus.ts reads the catalog and holds the rules.
+      // docs/operating.md, "Scaling out"; db/citus.ts reads the catalog and holds the rules.
       const analysis = await analyzeCitus(db);
       if (analysis.problems.length > 0) {
         for (const problem of analysis.problems) console.error(problem);

@@ -1,7 +1,7 @@
 // Where the database is, from the environment: the variables every process of the service shares
 // (the server, weld-admin, the migration commands, the benchmarks). Parsed once with zod; a bad
 // value stops the process with one line that names the variable. server/config.ts adds the
-// server's own variables to these; the README's configuration table mirrors both.
+// server's own variables to these; docs/configuration.md's table mirrors both.
 import path from 'node:path';
 import { z } from 'zod';
 

@@ -15,7 +15,7 @@
 // Plain-text secrets (from before sealing, or written by an older instance during an upgrade)
 // are sealed by every server start (sealPlainSecrets). A key rotation re-seals every secret under
 // the new key with `weld-admin webhooks reencrypt` (reencryptSecrets), once every instance has
-// the new key: see the README, "Operating it".
+// the new key: see docs/operating.md, "Webhook secret keys".
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type pg from 'pg';

@@ -358,7 +358,7 @@ function resourcePaths(r: Resource): Array<[string, unknown]> {
   ];
 }
 
-/** The problem types, for readers of the document alone (the README has the same table). */
+/** The problem types, for readers of the document alone (docs/api.md has the same table). */
 const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when the HTTP status says it all, else one of:
 
 | type | status | meaning |

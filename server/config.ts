@@ -1,7 +1,7 @@
 // Configuration: every environment variable the server reads (db/config.ts's and its own),
 // parsed once at start.
 // A bad value stops the process with one line that names the variable (see main.ts).
-// The README's configuration table mirrors this schema; keep the two together.
+// docs/configuration.md's table mirrors this schema; keep the two together.
 import fs from 'node:fs';
 import net from 'node:net';
 import type { JWK } from 'jose';
@@ -38,8 +38,8 @@ export function defaultRequestsPerTenant(poolMax: number): number {
 }
 
 /**
- * How long a slow or idle client may hold a socket, when the environment does not say (README,
- * "Operating it"). headersTimeout ends a slowloris client; requestTimeout bounds the whole upload
+ * How long a slow or idle client may hold a socket, when the environment does not say (docs/operating.md,
+ * "Faults"). headersTimeout ends a slowloris client; requestTimeout bounds the whole upload
  * (a 50 MB import at 0.5 MB/s fits); keepAliveTimeout ends an idle keep-alive connection.
  */
 export const HTTP_DEFAULTS = {
@@ -48,10 +48,10 @@ export const HTTP_DEFAULTS = {
   keepAliveTimeoutMs: 5_000,
 } as const;
 
-/** The largest weld register file an import takes (README, "Import and export"). */
+/** The largest weld register file an import takes (docs/api.md, "Import and export"). */
 export const IMPORT_DEFAULTS = { maxBytes: 50 * 1024 * 1024 } as const;
 
-/** Events and webhooks when the environment does not set them (README, "Events"). */
+/** Events and webhooks when the environment does not set them (docs/api.md, "Events"). */
 export const EVENT_DEFAULTS = { retentionDays: 30, streamsPerUser: 5 } as const;
 export const WEBHOOK_DEFAULTS = {
   timeoutMs: 10_000,

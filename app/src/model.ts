@@ -1,5 +1,5 @@
 // What the app knows of the service's resources: their shapes as the REST paths answer them
-// (README, "Data paths"; /openapi.json), and the weld status rules as GET /weld-transitions gives
+// (docs/api.md, "Data paths (REST)"; /openapi.json), and the weld status rules as GET /weld-transitions gives
 // them, so only the changes open to the signed-in user are offered.
 import { api, type User } from './api.ts';
 

@@ -2,7 +2,7 @@
 // parser, PostgreSQL SQLSTATEs, zod) to HTTP, and one renderer. Nothing else writes an error body.
 //
 // `type` is "about:blank" when the HTTP status says it all (RFC 9457 section 4.2.1), and a
-// relative reference "/problems/<name>" for the service's own kinds, listed in the README.
+// relative reference "/problems/<name>" for the service's own kinds, listed in docs/api.md, "Errors".
 import type { ErrorRequestHandler, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -621,7 +621,7 @@ export function sendProblem(res: Response, problem: HttpProblem): void {
 export const problemHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const problem = toProblem(error);
   if (problem.status === 503) {
-    // An outage or overload, not a bug: one line with the cause, no stack (README, "Operating it")
+    // An outage or overload, not a bug: one line with the cause, no stack (docs/operating.md, "Faults")
     const cause = error instanceof HttpProblem ? undefined : (error as Error).message;
     req.log.warn({ problem: problem.type, cause }, problem.detail);
   } else if (problem.status >= 500) {

@@ -1,4 +1,4 @@
-// Beyond one node, in the catalog (README "Scaling out"): every tenant table can be distributed by
+// Beyond one node, in the catalog (docs/operating.md, "Scaling out"): every tenant table can be distributed by
 // tenant_id with Citus, the tables that cannot be are named here, and `weld-admin citus-plan`
 // prints statements in an order Citus accepts. Citus is not installed here: db/citus.ts checks its
 // rules on the catalog, and these tests show that it finds what breaks them.

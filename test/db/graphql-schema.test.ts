@@ -213,7 +213,7 @@ test('groupedAggregates group by what reports group by, never by a column (nearl
   for (const [typeName, absent] of Object.entries(perRow)) {
     for (const value of absent) t.false(values(typeName).includes(value), `${typeName}.${value}`);
   }
-  // What stays (the README's analyst queries group by ISO_ID and STATUS, and by WELDER_ID;
+  // What stays (docs/graphql.md's analyst queries group by ISO_ID and STATUS, and by WELDER_ID;
   // WELDED_ON, indexed for the QW-322 continuity rule, gives welds per day).
   t.deepEqual(values('WeldGroupBy'), ['ISO_ID', 'WELDER_ID', 'WPS_ID', 'WELDED_ON', 'STATUS']);
   t.deepEqual(values('NdtRecordGroupBy'), ['METHOD', 'EXAMINED_ON']);

@@ -11,7 +11,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** Where the tests write their screenshots (README, "The web app"). */
+/** Where the tests write their screenshots (docs/web-app.md). */
 export const SCREENSHOTS = path.resolve(import.meta.dirname, '..', 'browser', 'screenshots');
 
 export const PHONE = { width: 390, height: 844 };

@@ -22,7 +22,7 @@ async function twoInstances(t: import('ava').ExecutionContext, onlyB: Record<str
   const env = {
     DATABASE_OWNER_URL: target.ownerUrl,
     DATABASE_AUTHENTICATOR_URL: target.authenticatorUrl,
-    // A rotation reaches every instance within this (README, "Operating it").
+    // A rotation reaches every instance within this (docs/operating.md, "More than one instance").
     SIGNING_KEYS_RELOAD_SECONDS: '2',
   };
   const [a, b] = await Promise.all([spawnServer(t, env), spawnServer(t, { ...env, ...onlyB })]);

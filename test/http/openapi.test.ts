@@ -61,7 +61,7 @@ test('served at /openapi.json and /api/openapi.json; bare paths canonical, /api 
   ]) {
     t.truthy(bare.json.paths[path], path);
   }
-  // Every problem type the service answers is in the Problem schema's table (the README's too).
+  // Every problem type the service answers is in the Problem schema's table (docs/api.md's too).
   for (const type of ['/problems/package-not-ready', '/problems/weld-checks-failed']) {
     t.true(bare.json.components.schemas.Problem.description.includes(`| ${type} |`), type);
   }
