@@ -1,6 +1,6 @@
 // GraphQL for analysts over real HTTP: the same identity and row security as REST, the limits,
-// the README's three analyst queries, the database's refusals as clear errors, and the log of
-// the errors it hides. The cost budget has its own file (graphql-cost.test.ts).
+// the three analyst queries of docs/graphql.md, the database's refusals as clear errors, and the
+// log of the errors it hides. The cost budget has its own file (graphql-cost.test.ts).
 import test, { type ExecutionContext } from 'ava';
 import { pino } from 'pino';
 import { addTenant } from '../../db/tenants.ts';
@@ -319,7 +319,7 @@ test('limits: page size 1 to 500 on connections that return rows, depth at most 
   t.is(counts.json.data.allWelds.totalCount, 300);
 });
 
-test("the README's analyst queries run: status per ISO, repair rate per welder, NDT coverage per line", async (t) => {
+test('the analyst queries of docs/graphql.md run: status per ISO, repair rate per welder, NDT coverage per line', async (t) => {
   const { token, gql, owner } = await setup(t);
   const viewer = await token('viewer');
 
