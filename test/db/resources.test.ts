@@ -252,7 +252,7 @@ test("a test package's ISOs and welds change, and it is deleted, only while it i
   );
 
   for (const state of ['released', 'tested', 'closed']) {
-    // Set by the owner: a release needs a ready package (code-rules.test.ts), beside the point here.
+    // Set by the owner: a release needs a ready package (code-rules-checks.test.ts), beside the point here.
     await owner.query(`update weld_public.test_packages set state = $2 where id = $1`, [
       pkg,
       state,

@@ -2,7 +2,7 @@
 // one test per group of operations (the first segment of their path), against the real app on
 // loopback and a real database holding a seeded project. Every answer must be no 5xx, a problem
 // document when it is an error, and what the contract says; a refused write must change nothing
-// (helpers/fuzz.ts has the generators and the invariants).
+// (helpers/fuzz.ts runs them; the generators and the invariants are in helpers/fuzz-*.ts).
 //
 // The seed and the number of requests come from the environment: FUZZ_SEED (a number, or
 // `random`; fixed unless told), FUZZ_RUNS (requests in all, shared among the operations), and

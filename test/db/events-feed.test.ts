@@ -1,0 +1,294 @@
+// F8, events in SQL: the feed. Row security and privileges; ids follow commit order within a
+// tenant, so a reader of `id > cursor` never skips; commits wake listeners of `weld_events`; old
+// events are purged behind a watermark.
+import test from 'ava';
+import { connectClient, withContext } from '../../db/database.ts';
+import type { TenantFixture } from '../helpers/fixtures.ts';
+import { sorted, setup } from '../helpers/outbox-world.ts';
+
+//------------------------------------------------------------------------------------------------
+// Row security and privileges
+
+test("row security: tenant B's viewer sees only B's events, none of A's; no API role writes events (42501)", async (t) => {
+  const s = await setup(t);
+  const { a, b } = s;
+  const mine = await s.insert('isos', {
+    tenant_id: b.tenantId,
+    iso_number: 'B-2',
+    line_number: 'L',
+  });
+  const since = await s.mark();
+  await s.as(a, 'engineer', (c) =>
+    c.query(`update weld_public.isos set area = 'secret' where id = $1`, [a.isoId]),
+  );
+  const theirs = await s.eventsSince(a, since);
+  t.is(theirs.length, 1);
+
+  const seen = await s.as(b, 'viewer', async (c) => {
+    const all = await c.query<{ tenant_id: string; subject_id: string }>(
+      `select tenant_id, subject_id from weld_public.events`,
+    );
+    const asked = await c.query(
+      `select id from weld_public.events where tenant_id = $1 or id = $2`,
+      [a.tenantId, theirs[0]!.id],
+    );
+    return { all: all.rows, asked: asked.rows };
+  });
+  t.true(seen.all.length >= 3, "B's own ISOs and welder");
+  t.true(seen.all.every((e) => e.tenant_id === b.tenantId));
+  t.true(seen.all.some((e) => e.subject_id === mine));
+  t.deepEqual(seen.asked, []);
+
+  // Nobody below viewer reads them.
+  await t.throwsAsync(
+    withContext(s.pool, { role: 'weld_anonymous', tenantId: a.tenantId }, (c) =>
+      c.query('select id from weld_public.events'),
+    ),
+    { code: '42501' },
+  );
+  for (const role of ['viewer', 'inspector', 'engineer', 'admin'] as const) {
+    for (const sql of [
+      `insert into weld_public.events (type, subject_id, data) values ('iso.created', gen_random_uuid(), '{}')`,
+      `update weld_public.events set data = '{}'`,
+      `delete from weld_public.events`,
+      `update weld_hidden.event_purges set purged_through = 0`,
+    ]) {
+      await t.throwsAsync(
+        s.as(a, role, (c) => c.query(sql)),
+        { code: '42501' },
+        `${role}: ${sql}`,
+      );
+    }
+  }
+  t.deepEqual(await s.eventsSince(a, since), theirs, 'untouched');
+});
+
+//------------------------------------------------------------------------------------------------
+// Order
+
+test('order: 8 concurrent writers with interleaved commits, one reader of id > cursor: it sees every event of the tenant exactly once, in id order, one per committed change', async (t) => {
+  const WRITERS = 8;
+  const TRANSACTIONS = 30;
+  const s = await setup(t, WRITERS + 2);
+  const { a } = s;
+  // Each writer has a weld and an ISO of its own, so writers never wait on each other's rows:
+  // only the commits (and the outbox's lock in them) meet.
+  const own: Array<{ weld: string; iso: string }> = [];
+  for (let w = 0; w < WRITERS; w++) {
+    own.push({
+      weld: await a.weld('PENDING', `ORD-${w}`),
+      iso: await s.insert('isos', {
+        tenant_id: a.tenantId,
+        iso_number: `ISO-ORD-${w}`,
+        line_number: 'L-ORD',
+      }),
+    });
+  }
+  const start = await s.mark();
+  // The subjects of every committed change, as the writers know them.
+  const expected: string[] = [];
+
+  const writer = async (w: number) => {
+    const { weld, iso } = own[w]!;
+    for (let n = 0; n < TRANSACTIONS; n++) {
+      const plan = n % 5; // 0 weld, 1 ISO, 2 both, 3 rolled back, 4 weld twice
+      const subjects = [[weld], [iso], [weld, iso], [], [weld]][plan]!;
+      const work = s.as(a, 'engineer', async (c) => {
+        if (plan !== 1) {
+          await c.query(`update weld_public.welds set material = $2 where id = $1`, [
+            weld,
+            `m-${w}-${n}`,
+          ]);
+        }
+        if (plan === 1 || plan === 2) {
+          await c.query(`update weld_public.isos set area = $2 where id = $1`, [
+            iso,
+            `a-${w}-${n}`,
+          ]);
+        }
+        if (plan === 4) {
+          await c.query(`update weld_public.welds set schedule = '40' where id = $1`, [weld]);
+        }
+        // Some transactions stay open a moment after their changes, so that the writers'
+        // commits interleave in orders unlike their starts. (Not a wait for an order: the
+        // assertions below hold for any interleaving.)
+        if ((n + w) % 3 === 0) await c.query('select pg_sleep(0.003)');
+        if (plan === 3) throw new Error('rolled back on purpose');
+      });
+      if (plan === 3) {
+        await t.throwsAsync(work, { message: 'rolled back on purpose' });
+      } else {
+        await work;
+        expected.push(...subjects);
+      }
+    }
+  };
+
+  let writing = true;
+  const seen: Array<{ id: string; subject_id: string }> = [];
+  let reads = 0;
+  const read = async () => {
+    const cursor = seen.at(-1)?.id ?? start;
+    const rows = await s.as(
+      a,
+      'viewer',
+      async (c) =>
+        (
+          await c.query<{ id: string; subject_id: string }>(
+            // (e.id: ordered as a number, not as the text it is read as)
+            `select e.id::text, e.subject_id from weld_public.events e where e.id > $1 order by e.id`,
+            [cursor],
+          )
+        ).rows,
+    );
+    reads++;
+    seen.push(...rows);
+  };
+  const reader = async () => {
+    while (writing) await read();
+    await read(); // after the last commit: whatever the loop had not seen yet
+  };
+
+  const readerDone = reader();
+  await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+  writing = false;
+  await readerDone;
+  t.log(`${reads} reads, ${seen.length} events`);
+
+  const ids = seen.map((e) => BigInt(e.id));
+  t.true(
+    ids.every((id, i) => i === 0 || id > ids[i - 1]!),
+    'strictly increasing: no event twice, none out of order',
+  );
+  const all = await s.eventsSince(a, start);
+  t.deepEqual(
+    seen.map((e) => e.id),
+    all.map((e) => e.id),
+    'every event of the tenant, none skipped',
+  );
+  // Per 5 transactions: 1 + 1 + 2 + 0 (rolled back) + 1 (two changes of one weld) events.
+  t.is(expected.length, WRITERS * TRANSACTIONS);
+  t.is(seen.length, expected.length);
+  t.deepEqual(sorted(seen.map((e) => e.subject_id)), sorted(expected));
+});
+
+//------------------------------------------------------------------------------------------------
+// Wake-ups
+
+test('NOTIFY weld_events: "<tenant> <type>" after a commit that wrote events, once per type per transaction, and nothing for a rolled-back one (notifications arrive in commit order)', async (t) => {
+  const s = await setup(t);
+  const { a, b } = s;
+  const listener = await connectClient(s.target.authenticatorUrl);
+  t.teardown(() => listener.end());
+  const received: string[] = [];
+  let arrived: (() => void) | undefined;
+  listener.on('notification', (n) => {
+    if (n.channel === 'weld_events') received.push(n.payload ?? '');
+    arrived?.();
+  });
+  await listener.query('listen weld_events');
+  /** Resolves once `count` notifications have arrived in all. */
+  const until = (count: number) =>
+    new Promise<void>((resolve) => {
+      arrived = () => received.length >= count && resolve();
+      arrived();
+    });
+  const commitIn = (fx: TenantFixture) =>
+    s.as(fx, 'engineer', (c) =>
+      c.query(`update weld_public.isos set area = 'x' || now() where id = $1`, [fx.isoId]),
+    );
+
+  await t.throwsAsync(
+    s.as(a, 'engineer', async (c) => {
+      await c.query(`update weld_public.isos set area = 'undone' where id = $1`, [a.isoId]);
+      throw new Error('rolled back');
+    }),
+  );
+  // B's commit comes after A's rollback: had the rollback notified, that would arrive first.
+  await commitIn(b);
+  await until(1);
+  t.deepEqual(received, [`${b.tenantId} iso.updated`]);
+
+  // Four changes of three types in one transaction: one notification per type.
+  await s.as(a, 'engineer', async (c) => {
+    await c.query(`update weld_public.isos set area = 'y' where id = $1`, [a.isoId]);
+    await c.query(`update weld_public.welders set name = 'Z' where id = $1`, [a.welderId]);
+    await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-N', 'L')`);
+    await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-O', 'L')`);
+  });
+  await commitIn(b);
+  await until(5);
+  t.deepEqual(received.slice(1, 4).sort(), [
+    `${a.tenantId} iso.created`,
+    `${a.tenantId} iso.updated`,
+    `${a.tenantId} welder.updated`,
+  ]);
+  t.deepEqual(received.slice(4), [`${b.tenantId} iso.updated`], 'in commit order');
+});
+
+//------------------------------------------------------------------------------------------------
+// Retention
+
+test('purge_events(keep_days) as the authenticator: deletes only what is older, returns the counts, records purged_through per tenant; keep_days below 1 is refused (22023)', async (t) => {
+  const s = await setup(t);
+  const { a, b, owner, pool } = s;
+  // Tenant A: the fixture's events and three more, of which the fixture's and two are aged 40
+  // days, one 20 days; tenant B's are all fresh.
+  for (const n of ['P-1', 'P-2', 'P-3']) {
+    await s.insert('isos', { tenant_id: a.tenantId, iso_number: n, line_number: 'L' });
+  }
+  const ofA = await s.eventsSince(a, '0');
+  const ofB = await s.eventsSince(b, '0');
+  t.true(ofA.length >= 5 && ofB.length >= 2);
+  const aged = ofA.slice(0, -1).map((e) => e.id);
+  const recent = ofA.at(-1)!.id;
+  await owner.query(
+    `update weld_public.events set occurred_at = now() - interval '40 days' where id = any($1)`,
+    [aged],
+  );
+  await owner.query(
+    `update weld_public.events set occurred_at = now() - interval '20 days' where id = $1`,
+    [recent],
+  );
+
+  for (const days of [0, -1, null]) {
+    await t.throwsAsync(pool.query('select * from weld_hidden.purge_events($1)', [days]), {
+      code: '22023',
+    });
+  }
+  const purged = await pool.query('select * from weld_hidden.purge_events(30)');
+  t.deepEqual(purged.rows, [{ deleted_events: String(aged.length), deleted_deliveries: '0' }]);
+  t.deepEqual(
+    (await s.eventsSince(a, '0')).map((e) => e.id),
+    [recent],
+  );
+  t.is((await s.eventsSince(b, '0')).length, ofB.length, "B's are untouched");
+  const marks = await owner.query(
+    `select tenant_id, purged_through::text from weld_hidden.event_purges`,
+  );
+  t.deepEqual(marks.rows, [{ tenant_id: a.tenantId, purged_through: aged.at(-1) }]);
+  // Each tenant's viewer reads its own watermark (the REST feed answers 410 below it).
+  t.deepEqual(
+    (
+      await s.as(a, 'viewer', (c) =>
+        c.query(`select purged_through::text from weld_hidden.event_purges`),
+      )
+    ).rows,
+    [{ purged_through: aged.at(-1) }],
+  );
+  t.deepEqual(
+    (await s.as(b, 'viewer', (c) => c.query(`select * from weld_hidden.event_purges`))).rows,
+    [],
+  );
+
+  // Again at once: nothing more to delete, and the watermark stays.
+  const again = await pool.query('select * from weld_hidden.purge_events(30)');
+  t.deepEqual(again.rows, [{ deleted_events: '0', deleted_deliveries: '0' }]);
+  const still = await owner.query(`select purged_through::text from weld_hidden.event_purges`);
+  t.deepEqual(still.rows, [{ purged_through: aged.at(-1) }]);
+  // A request role may not purge.
+  await t.throwsAsync(
+    s.as(a, 'admin', (c) => c.query('select * from weld_hidden.purge_events(1)')),
+    { code: '42501' },
+  );
+});
