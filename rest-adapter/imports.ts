@@ -94,6 +94,11 @@ export const importListQuery = z.strictObject({
 /** Imports in flight per tenant, by the service's pool (one service, one count). */
 const importsInFlight = new WeakMap<pg.Pool, Map<string, number>>();
 
+/** How many imports a tenant has in flight on the service of `pool` (for tests and metrics). */
+export function importsInFlightOf(pool: pg.Pool, tenantId: string): number {
+  return importsInFlight.get(pool)?.get(tenantId) ?? 0;
+}
+
 export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptions): Route[] {
   const { maxBytes } = options;
   // Per tenant, shared by the routes' prefixes (/imports and /api/imports) of one service.

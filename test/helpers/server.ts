@@ -75,7 +75,10 @@ export async function startServer(
   await revocations.start();
   const notifications = new EventNotifications(target.authenticatorUrl);
   await notifications.start();
-  const graphql = createGraphql(pool, options.graphql);
+  // A longer deadline than the service's 10 s: a document's fields run one after the other, and
+  // a loaded CI machine must not make a correctness test a timing one. The deadline itself is
+  // tested against the process (graphql-fairness.test.ts).
+  const graphql = createGraphql(pool, { deadlineMs: 30_000, ...options.graphql });
   const app = createApp({
     pool,
     verifier: { ring, revocations },

@@ -118,7 +118,11 @@ test('40 concurrent wrong-password logins for one user: a handful of verdicts, t
   const seconds = (Date.now() - started) / 1000;
   const statuses = answers.map((r) => r.status);
   const verdicts = statuses.filter((s) => s === 401).length;
-  t.is(statuses.filter((s) => s === 429).length, 40 - verdicts, statuses.join(' '));
+  // The rest are refused without a verdict: 429, or on a loaded machine 503 busy (the login
+  // waited past DB_POOL_WAIT_MS for a connection and was never judged).
+  const busy = answers.filter((r) => r.status === 503);
+  t.true(busy.every((r) => r.json.type === '/problems/busy'));
+  t.is(statuses.filter((s) => s === 429).length + busy.length, 40 - verdicts, statuses.join(' '));
   // Five attempts get a verdict before the first delay; after that only an attempt that arrives
   // once a delay (1, 2, 4 ... s) has run out, so a burst of `seconds` allows a few more at most.
   const bound = 5 + Math.ceil(Math.log2(seconds + 1));

@@ -16,7 +16,7 @@ import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request, type HttpResponse } from '../helpers/http.ts';
 import { spawnServer, startServer } from '../helpers/server.ts';
-import { IMPORTS_PER_TENANT } from '../../rest-adapter/imports.ts';
+import { IMPORTS_PER_TENANT, importsInFlightOf } from '../../rest-adapter/imports.ts';
 
 const A = 'a.test';
 const B = 'b.test';
@@ -70,11 +70,12 @@ async function world(t: ExecutionContext, options: Parameters<typeof startServer
       .replaceAll('$1', `'${alpha.id}'`)
       .replaceAll('$2', `'${bravo.id}'`),
   );
-  const { port } = await startServer(t, target, options);
+  const { port, pool } = await startServer(t, target, options);
   const as = async (host: string, role: string) =>
     client(port, host, ok(await login(port, host, role)).accessToken);
   return {
     port,
+    pool,
     owner,
     rootUrl,
     alpha: alpha.id,
@@ -708,11 +709,17 @@ test('a tenant has at most IMPORTS_PER_TENANT imports at once on an instance; on
       });
       req.on('error', reject);
     });
+    answered.catch(() => {}); // awaited below; a failed test must not leave it unhandled
+    t.teardown(() => req.destroy());
     req.write(`${HEADER}\n`);
     return { req, answered, row: `ISO-${i},L-1,W-${i},BW,2,,,,W-1,WPS-1,0,\n` };
   });
-  // Both are past the role check and spooling before the third is sent.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Both past the role check and spooling (on a loaded machine that takes a moment) before the
+  // third is sent.
+  for (let i = 0; importsInFlightOf(w.pool, w.alpha) < IMPORTS_PER_TENANT && i < 200; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  t.is(importsInFlightOf(w.pool, w.alpha), IMPORTS_PER_TENANT);
   const third = await w.a.engineer.upload(
     csv('ISO-9,L-1,W-9,BW,2,,,,W-1,WPS-1,0,'),
     '?dryRun=true',
