@@ -84,38 +84,20 @@ $$;
 
 -- Advisory locks are the service's: its functions take them (lines, imports, the outbox) through
 -- the owner and weld_rules. A request role that could take them could hold them and stall others.
-revoke execute on function
-  pg_catalog.pg_advisory_lock(bigint), pg_catalog.pg_advisory_lock(integer, integer),
-  pg_catalog.pg_advisory_lock_shared(bigint), pg_catalog.pg_advisory_lock_shared(integer, integer),
-  pg_catalog.pg_advisory_xact_lock(bigint), pg_catalog.pg_advisory_xact_lock(integer, integer),
-  pg_catalog.pg_advisory_xact_lock_shared(bigint),
-  pg_catalog.pg_advisory_xact_lock_shared(integer, integer),
-  pg_catalog.pg_try_advisory_lock(bigint), pg_catalog.pg_try_advisory_lock(integer, integer),
-  pg_catalog.pg_try_advisory_lock_shared(bigint),
-  pg_catalog.pg_try_advisory_lock_shared(integer, integer),
-  pg_catalog.pg_try_advisory_xact_lock(bigint), pg_catalog.pg_try_advisory_xact_lock(integer, integer),
-  pg_catalog.pg_try_advisory_xact_lock_shared(bigint),
-  pg_catalog.pg_try_advisory_xact_lock_shared(integer, integer),
-  pg_catalog.pg_advisory_unlock(bigint), pg_catalog.pg_advisory_unlock(integer, integer),
-  pg_catalog.pg_advisory_unlock_shared(bigint), pg_catalog.pg_advisory_unlock_shared(integer, integer),
-  pg_catalog.pg_advisory_unlock_all()
-  from public;
-grant execute on function
-  pg_catalog.pg_advisory_lock(bigint), pg_catalog.pg_advisory_lock(integer, integer),
-  pg_catalog.pg_advisory_lock_shared(bigint), pg_catalog.pg_advisory_lock_shared(integer, integer),
-  pg_catalog.pg_advisory_xact_lock(bigint), pg_catalog.pg_advisory_xact_lock(integer, integer),
-  pg_catalog.pg_advisory_xact_lock_shared(bigint),
-  pg_catalog.pg_advisory_xact_lock_shared(integer, integer),
-  pg_catalog.pg_try_advisory_lock(bigint), pg_catalog.pg_try_advisory_lock(integer, integer),
-  pg_catalog.pg_try_advisory_lock_shared(bigint),
-  pg_catalog.pg_try_advisory_lock_shared(integer, integer),
-  pg_catalog.pg_try_advisory_xact_lock(bigint), pg_catalog.pg_try_advisory_xact_lock(integer, integer),
-  pg_catalog.pg_try_advisory_xact_lock_shared(bigint),
-  pg_catalog.pg_try_advisory_xact_lock_shared(integer, integer),
-  pg_catalog.pg_advisory_unlock(bigint), pg_catalog.pg_advisory_unlock(integer, integer),
-  pg_catalog.pg_advisory_unlock_shared(bigint), pg_catalog.pg_advisory_unlock_shared(integer, integer),
-  pg_catalog.pg_advisory_unlock_all()
-  to weld_owner, weld_rules;
+-- Every advisory-lock function of the catalog (lock, try, unlock; session and transaction; shared
+-- or not), found rather than listed, so a PostgreSQL that adds one cannot leave it open.
+do $$
+declare
+  f regprocedure;
+begin
+  for f in select p.oid::regprocedure from pg_catalog.pg_proc p
+            where p.pronamespace = 'pg_catalog'::regnamespace and p.proname ~ '^pg_.*advisory'
+  loop
+    execute format('revoke execute on function %s from public', f);
+    execute format('grant execute on function %s to weld_owner, weld_rules', f);
+  end loop;
+end
+$$;
 
 revoke all on schema public from public;
 grant usage on schema public to weld_owner, weld_anonymous, weld_rules;
