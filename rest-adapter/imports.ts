@@ -33,6 +33,7 @@ import {
   restNaming,
   zodIssues,
 } from '../server/http/problem.ts';
+import { inFlightOf } from '../server/http/in-flight.ts';
 import type { Route } from '../server/http/route.ts';
 import { callerContext } from '../server/http/session.ts';
 import { encodeCursor, cursorParam, limitParam, sendPage } from './pagination.ts';
@@ -91,19 +92,14 @@ export const importListQuery = z.strictObject({
   cursor: cursorParam.optional(),
 });
 
-/** Imports in flight per tenant, by the service's pool (one service, one count). */
-const importsInFlight = new WeakMap<pg.Pool, Map<string, number>>();
-
 /** How many imports a tenant has in flight on the service of `pool` (for tests and metrics). */
 export function importsInFlightOf(pool: pg.Pool, tenantId: string): number {
-  return importsInFlight.get(pool)?.get(tenantId) ?? 0;
+  return inFlightOf(pool, 'imports').count(tenantId);
 }
 
 export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptions): Route[] {
   const { maxBytes } = options;
-  // Per tenant, shared by the routes' prefixes (/imports and /api/imports) of one service.
-  const inFlight = importsInFlight.get(pool) ?? new Map<string, number>();
-  importsInFlight.set(pool, inFlight);
+  const inFlight = inFlightOf(pool, 'imports');
   return [
     {
       method: 'POST',
@@ -115,20 +111,18 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
         // Who may import is the database's to say (WD003 below engineer): asked before the
         // upload, so a refused caller does not send 50 MB first.
         await inDatabase(pool, req, (db) => db.query('select weld_hidden.begin_weld_import()'));
-        const tenant = req.tenant!.id;
-        const running = inFlight.get(tenant) ?? 0;
-        if (running >= IMPORTS_PER_TENANT) {
+        const done = inFlight.take(req.tenant!.id, IMPORTS_PER_TENANT);
+        if (!done) {
           throw new HttpProblem(429, {
             type: '/problems/too-many-imports',
             title: 'Too many imports at once',
             detail:
-              `This tenant already has ${running} imports in progress, the most allowed at once; ` +
-              'send this one when one of them has answered.',
+              `This tenant already has ${IMPORTS_PER_TENANT} imports in progress, the most ` +
+              'allowed at once; send this one when one of them has answered.',
             extensions: { limit: IMPORTS_PER_TENANT },
             headers: { 'Retry-After': '5' },
           });
         }
-        inFlight.set(tenant, running + 1);
         const dryRun = query.data.dryRun ?? false;
         let file: Awaited<ReturnType<typeof spool>> | undefined;
         try {
@@ -167,9 +161,7 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
           }
         } finally {
           await file?.remove();
-          const left = (inFlight.get(tenant) ?? 1) - 1;
-          if (left > 0) inFlight.set(tenant, left);
-          else inFlight.delete(tenant);
+          done();
         }
       },
     },

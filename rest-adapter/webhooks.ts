@@ -33,6 +33,7 @@ import { prepared } from '../db/database.ts';
 import { EVENT_TYPES } from '../db/vocabulary.ts';
 import { sealSecret, type StoredSecret, type WebhookSecretKeys } from '../db/webhook-secrets.ts';
 import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
+import { inFlightOf } from '../server/http/in-flight.ts';
 import type { Route } from '../server/http/route.ts';
 import type { TargetRules } from '../server/http/webhook-address.ts';
 import {
@@ -233,14 +234,10 @@ async function readWebhook(db: pg.PoolClient, id: string) {
   return rows[0];
 }
 
-/** Test messages in flight per tenant, by the service's pool (one service, one count). */
-const webhookTestsInFlight = new WeakMap<pg.Pool, Map<string, number>>();
-
 export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOptions): Route[] {
   const base = `${prefix}/webhooks`;
   // Test messages in flight on this instance, by tenant: one count for both prefixes.
-  const testsInFlight = webhookTestsInFlight.get(pool) ?? new Map<string, number>();
-  webhookTestsInFlight.set(pool, testsInFlight);
+  const testsInFlight = inFlightOf(pool, 'webhook tests');
   /** Sends a test message to endpoint `id` and answers with the attempt. */
   const sendTest = async (req: Request, res: Response, id: string) => {
     const endpoint = await inDatabase(pool, req, async (db) => {
@@ -469,9 +466,8 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
       path: `${base}/:id/test`,
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
-        const tenantId = req.tenant!.id;
-        const running = testsInFlight.get(tenantId) ?? 0;
-        if (running >= MAX_WEBHOOK_TESTS_PER_TENANT) {
+        const done = testsInFlight.take(req.tenant!.id, MAX_WEBHOOK_TESTS_PER_TENANT);
+        if (!done) {
           throw new HttpProblem(429, {
             type: '/problems/too-many-webhook-tests',
             title: 'Too many webhook tests',
@@ -479,13 +475,10 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
             headers: { 'Retry-After': String(Math.ceil(options.timeoutMs / 1000)) },
           });
         }
-        testsInFlight.set(tenantId, running + 1);
         try {
           await sendTest(req, res, id);
         } finally {
-          const left = testsInFlight.get(tenantId)! - 1;
-          if (left === 0) testsInFlight.delete(tenantId);
-          else testsInFlight.set(tenantId, left);
+          done();
         }
       },
     },

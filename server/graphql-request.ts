@@ -34,6 +34,7 @@ import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { makeWithPgClientViaPgClientAlreadyInTransaction } from 'postgraphile/adaptors/pg';
 import { getOperationAST, GraphQLError, OperationTypeNode } from 'postgraphile/graphql';
+import { InFlight } from './http/in-flight.ts';
 import { HttpProblem } from './http/problem.ts';
 import type { Logger } from './http/log.ts';
 
@@ -235,7 +236,7 @@ async function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient> 
 export class GraphqlRequests {
   readonly limits: GraphqlRequestLimits;
   private readonly pool: pg.Pool;
-  private readonly inFlight = new Map<string, number>();
+  private readonly inFlight = new InFlight();
   private readonly sessions = new WeakMap<object, GraphqlRequestSession>();
   private readonly logger: Logger | undefined;
 
@@ -247,7 +248,7 @@ export class GraphqlRequests {
 
   /** Requests in flight of a user (`${tenantId} ${userId}`) or a tenant (its id), for tests. */
   count(key: string): number {
-    return this.inFlight.get(key) ?? 0;
+    return this.inFlight.count(key);
   }
 
   /**
@@ -258,21 +259,23 @@ export class GraphqlRequests {
     const tenant = req.tenant!.id;
     const user = `${tenant} ${req.identity!.userId}`;
     const { requestsPerUser, requestsPerTenant } = this.limits;
-    if (this.count(user) >= requestsPerUser) {
+    const userDone = this.inFlight.take(user, requestsPerUser);
+    if (!userDone) {
       throw tooMany(
-        `This user already has ${this.count(user)} GraphQL requests in progress, the most allowed ` +
+        `This user already has ${requestsPerUser} GraphQL requests in progress, the most allowed ` +
           '(GRAPHQL_REQUESTS_PER_USER); send the next when one has answered.',
         { limit: requestsPerUser, scope: 'user' },
       );
     }
-    if (this.count(tenant) >= requestsPerTenant) {
+    const tenantDone = this.inFlight.take(tenant, requestsPerTenant);
+    if (!tenantDone) {
+      userDone();
       throw tooMany(
-        `This tenant already has ${this.count(tenant)} GraphQL requests in progress, the most ` +
+        `This tenant already has ${requestsPerTenant} GraphQL requests in progress, the most ` +
           'allowed (GRAPHQL_REQUESTS_PER_TENANT); try again shortly.',
         { limit: requestsPerTenant, scope: 'tenant' },
       );
     }
-    for (const key of [user, tenant]) this.inFlight.set(key, this.count(key) + 1);
     const session = new GraphqlRequestSession(this.pool, this.limits);
     this.sessions.set(req, session);
 
@@ -280,11 +283,8 @@ export class GraphqlRequests {
     let holds = 1;
     const letGo = () => {
       if (--holds > 0) return;
-      for (const key of [user, tenant]) {
-        const left = this.count(key) - 1;
-        if (left > 0) this.inFlight.set(key, left);
-        else this.inFlight.delete(key);
-      }
+      userDone();
+      tenantDone();
     };
     let closed = false;
     const close = () => {
