@@ -28,7 +28,7 @@ import { openMigratedDatabase } from '../db/migrate.ts';
 import { seedTenant } from '../db/seed/index.ts';
 import { addTenant } from '../db/tenants.ts';
 import { addUser } from '../db/users.ts';
-import { startService } from './service.ts';
+import { callService, startService } from './service.ts';
 
 const { values } = parseArgs({
   options: {
@@ -230,9 +230,7 @@ async function feedPages(tenantId: string, _viewerId: string): Promise<Timing> {
       'GET',
       `/events?after=${after}&limit=1000`,
       undefined,
-      {
-        authorization: `Bearer ${token}`,
-      },
+      token,
     );
     const took = performance.now() - t0;
     const items = (res.json as { items: unknown[] }).items;
@@ -255,41 +253,22 @@ function start(): Promise<{ child: ChildProcess; port: number }> {
   return startService(rootUrl, path.join(DATA_DIR, 'events-service.log'));
 }
 
-function call(
+async function call(
   port: number,
   host: string,
   method: string,
   urlPath: string,
   body?: unknown,
-  headers: Record<string, string> = {},
+  token?: string,
 ) {
-  return new Promise<{ status: number; json: unknown; bytes: number }>((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        agent,
-        method,
-        path: urlPath,
-        headers: { host, 'content-type': 'application/json', ...headers },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          resolve({
-            status: res.statusCode!,
-            json: text ? (JSON.parse(text) as unknown) : undefined,
-            bytes: text.length,
-          });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
+  const { status, text } = await callService(agent, port, {
+    host,
+    method,
+    path: urlPath,
+    token,
+    body,
   });
+  return { status, json: text ? (JSON.parse(text) as unknown) : undefined, bytes: text.length };
 }
 
 /** Replaces the "Events" section of bench/RESULTS.md with this run's numbers. */

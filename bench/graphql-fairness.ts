@@ -27,7 +27,7 @@ import { openMigratedDatabase } from '../db/migrate.ts';
 import { seedTenant } from '../db/seed/index.ts';
 import { addTenant } from '../db/tenants.ts';
 import { addUser } from '../db/users.ts';
-import { startService } from './service.ts';
+import { callService, startService } from './service.ts';
 
 const { values } = parseArgs({
   options: { duration: { type: 'string', default: '20' } },
@@ -195,31 +195,7 @@ function call(
   token?: string,
   body?: unknown,
 ): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        agent,
-        method,
-        path: urlPath,
-        headers: {
-          host,
-          'content-type': 'application/json',
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+  return callService(agent, port, { host, method, path: urlPath, token, body });
 }
 
 /** Replaces the "GraphQL under attack" section of bench/RESULTS.md with this run's numbers. */
