@@ -42,6 +42,8 @@ export interface WebhookWorkerOptions extends TargetRules {
 }
 
 const MAX_RETRY_MS = 3_600_000;
+/** When an attempt that never got a lookup slot is tried again. */
+const DEFERRED_RETRY_MS = 1_000;
 
 interface Claimed {
   tenant_id: string;
@@ -109,12 +111,18 @@ export function startWebhookWorker(
         },
         logger,
       );
-    // An attempt that never began (other tenants' slow names held every lookup slot) is not
-    // this endpoint's failure: it is tried again while the lease leaves room for a whole
-    // attempt, and only then recorded, so no tenant's DNS can run up another's failures.
-    const leaseEnds = Date.now() + leaseSeconds * 1000;
-    let answer = await send();
-    while (answer.deferred && Date.now() + 2 * options.timeoutMs < leaseEnds) answer = await send();
+    const answer = await send();
+    if (answer.deferred) {
+      // It never began (other tenants' slow names held every lookup slot): not this endpoint's
+      // failure. The lease goes back and the lane is free; the endpoint is due again shortly.
+      await pool.query('select weld_hidden.defer_webhook_delivery($1, $2, $3, $4)', [
+        job.tenant_id,
+        job.webhook_id,
+        instance,
+        DEFERRED_RETRY_MS,
+      ]);
+      return;
+    }
     const retryMs = retryDelayMs(job.attempt + 1, options.retryBaseMs);
     await pool.query(
       'select weld_hidden.finish_webhook_delivery($1, $2, $3, $4, $5, $6, $7, $8, $9)',

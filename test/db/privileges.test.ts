@@ -207,6 +207,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
       server(owner),
     'weld_hidden.finish_webhook_delivery(tenant uuid, webhook uuid, instance text, delivered_event_id bigint, answer_status integer, took_ms integer, failure text, retry_after_ms integer, give_up_seconds integer)':
       server(owner),
+    'weld_hidden.defer_webhook_delivery(tenant uuid, webhook uuid, instance text, retry_after_ms integer)':
+      server(owner),
     'weld_hidden.purge_events(keep_days integer)': server(owner),
     // The weld register import (000013): engineers and up import; every reader's export.
     // weld_rules', not the owner's (F14): weld_rules may create temporary tables.
@@ -527,6 +529,11 @@ const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
   [
     'claim_webhook_deliveries',
     `select * from weld_hidden.claim_webhook_deliveries('attacker', 60, 10)`,
+    [],
+  ],
+  [
+    'defer_webhook_delivery',
+    `select weld_hidden.defer_webhook_delivery(gen_random_uuid(), gen_random_uuid(), 'attacker', 1000)`,
     [],
   ],
   [

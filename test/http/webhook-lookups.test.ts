@@ -144,6 +144,11 @@ test("another tenant's slow names holding every lookup slot are not this endpoin
   const deliveries = ok(await w.b.admin.get(`/webhooks/${fast.id}/deliveries`)).items;
   t.is(deliveries.length, 1, 'one attempt recorded: the one that was sent');
   t.is(deliveries[0].status, 204);
+  t.is(
+    ok(await w.b.admin.get(`/webhooks/${fast.id}`)).failingSince,
+    null,
+    'and no failure counted',
+  );
   // Alpha's own slow name is alpha's failure, as ever.
   const failing = ok(await w.a.admin.get(`/webhooks/${slow.id}/deliveries`)).items;
   t.true(failing.length >= 1 && failing.every((d: { status: unknown }) => d.status === null));
