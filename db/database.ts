@@ -269,7 +269,7 @@ export const POOL_DEFAULTS = { waitMs: 2_000, statementTimeoutMs: 30_000 } as co
  * A pool of connections. Every wait is bounded, so a request never hangs on the database:
  *   waitMs              for a free connection, and for a new one to connect (DB_POOL_WAIT_MS);
  *                       past it, pool.connect() rejects ("timeout exceeded when trying to
- *                       connect": 503 /problems/busy in server/http/problem.ts)
+ *                       connect": 503 /problems/busy in rest-adapter/http/problem.ts)
  *   statementTimeoutMs  per statement (statement_timeout, server side; DB_STATEMENT_TIMEOUT_MS); a
  *                       transaction may raise it for itself (imports do, with queryTimeout)
  *   + ANSWER_MARGIN_MS  for the answer to a statement (query_timeout, client side): a server that

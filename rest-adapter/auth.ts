@@ -18,18 +18,18 @@ import { z } from 'zod';
 import { asAuthenticator, withContext } from '../db/database.ts';
 import { verifyPassword } from '../db/passwords.ts';
 import { USER_ROLES } from '../db/vocabulary.ts';
-import { issueAccessToken } from '../server/auth/access-tokens.ts';
-import { csrfToken } from '../server/auth/csrf.ts';
-import type { KeyRing } from '../server/auth/keys.ts';
+import { issueAccessToken } from './http/auth/access-tokens.ts';
+import { csrfToken } from './http/auth/csrf.ts';
+import type { KeyRing } from './http/auth/keys.ts';
 import {
   newRefreshToken,
   openSuccessor,
   refreshTokenSession,
   sealSuccessor,
   tokenHash,
-} from '../server/auth/refresh-tokens.ts';
-import { HttpProblem } from '../server/http/problem.ts';
-import type { Route } from '../server/http/route.ts';
+} from './http/auth/refresh-tokens.ts';
+import { HttpProblem } from './http/problem.ts';
+import type { Route } from './http/route.ts';
 import {
   authProblems,
   clearSessionCookies,
@@ -39,7 +39,7 @@ import {
   requireCsrf,
   setCsrfCookie,
   setSessionCookies,
-} from '../server/http/session.ts';
+} from './http/session.ts';
 
 export const LoginBody = z.strictObject({
   userName: z.string().min(1).max(100),

@@ -19,7 +19,7 @@
 // /inspections (visual) when an examination covers a weld of a lot; they show up here. Releasing,
 // testing or closing a package that is not ready, a change that would leave a released one not
 // ready, a WPS approved without what qualifies it and, where the tenant refuses them, welds
-// failing the checks are refused by SQL (WD009 to WD013: server/http/problem.ts).
+// failing the checks are refused by SQL (WD009 to WD013: rest-adapter/http/problem.ts).
 //
 // Dates are YYYY-MM-DD text and numerics float8, as in resource.ts; each answer is built in one
 // statement, so a list and its verdict (readiness: `ready` is "no reasons") come from one snapshot.
@@ -39,9 +39,9 @@ import {
   WELD_CHECK_CODES,
   WELDING_PROCESSES,
 } from '../db/vocabulary.ts';
-import { problems, zodIssues } from '../server/http/problem.ts';
-import type { Route } from '../server/http/route.ts';
-import { callerContext } from '../server/http/session.ts';
+import { problems, zodIssues } from './http/problem.ts';
+import type { Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import {
   cursorParam,
@@ -551,12 +551,12 @@ export const WithdrawBody = z.strictObject({
 //------------------------------------------------------------------------------------------------
 // Routes
 
-export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
+export function codeRuleRoutes(pool: pg.Pool): Route[] {
   return [
     {
       // Before /examination-selections/:id, which would take "draw" for an id.
       method: 'POST',
-      path: `${prefix}/examination-selections/draw`,
+      path: `/examination-selections/draw`,
       body: true,
       handler: async (req, res) => {
         const key = idempotencyKeyOf(req);
@@ -599,7 +599,7 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
     },
     {
       method: 'GET',
-      path: `${prefix}/examination-selections`,
+      path: `/examination-selections`,
       handler: async (req, res) => {
         const parsed = ExaminationSelectionQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
@@ -616,7 +616,7 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
     },
     {
       method: 'GET',
-      path: `${prefix}/examination-selections/:id`,
+      path: `/examination-selections/:id`,
       handler: async (req, res) => {
         const id = pathId(req, 'examination selection');
         const { rows } = await withContext(pool, callerContext(req), (db) =>
@@ -629,7 +629,7 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
     },
     {
       method: 'GET',
-      path: `${prefix}/welders/:id/continuity`,
+      path: `/welders/:id/continuity`,
       handler: async (req, res) => {
         const id = pathId(req, 'welder');
         const parsed = ContinuityQuery.safeParse(req.query);
@@ -669,7 +669,7 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
     },
     {
       method: 'POST',
-      path: `${prefix}/welders/:id/continuity`,
+      path: `/welders/:id/continuity`,
       body: true,
       handler: async (req, res) => {
         const id = pathId(req, 'welder');
@@ -696,7 +696,7 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
     },
     {
       method: 'POST',
-      path: `${prefix}/test-packages/:id/withdraw`,
+      path: `/test-packages/:id/withdraw`,
       body: true,
       handler: async (req, res) => {
         const id = pathId(req, 'test package');
@@ -717,7 +717,7 @@ export function codeRuleRoutes(pool: pg.Pool, prefix: string): Route[] {
     },
     ...COMPUTED.map((computed): Route => ({
       method: 'GET',
-      path: `${prefix}/${computed.path}`,
+      path: `/${computed.path}`,
       handler: async (req, res) => {
         const id = pathId(req, computed.noun);
         const query = computed.query ?? z.strictObject({});

@@ -15,9 +15,9 @@ import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import type { EventNotifications } from '../db/event-notifications.ts';
 import { EVENT_PAGE_SIZE, EVENT_TYPES } from '../db/vocabulary.ts';
-import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
-import { authProblems } from '../server/http/session.ts';
-import type { Route } from '../server/http/route.ts';
+import { HttpProblem, problems, zodIssues } from './http/problem.ts';
+import { authProblems } from './http/session.ts';
+import type { Route } from './http/route.ts';
 import { inDatabase } from './resource.ts';
 
 //------------------------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ export interface EventOptions {
 const STREAM_PAGE = 100;
 const DRAIN_TIMEOUT_MS = 30_000;
 
-export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions): Route[] {
+export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxReplay = options.maxReplay ?? 10_000;
   /** `${tenant} ${user}` -> the user's open streams and waiting long-polls on this instance. */
@@ -279,7 +279,7 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
 
   const feed: Route = {
     method: 'GET',
-    path: `${prefix}/events`,
+    path: `/events`,
     handler: async (req, res) => {
       const parsed = EventQuery.safeParse(req.query);
       if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
@@ -313,7 +313,7 @@ export function eventRoutes(pool: pg.Pool, prefix: string, options: EventOptions
 
   const stream: Route = {
     method: 'GET',
-    path: `${prefix}/events/stream`,
+    path: `/events/stream`,
     handler: async (req, res) => {
       const parsed = EventStreamQuery.safeParse(req.query);
       if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));

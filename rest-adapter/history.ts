@@ -12,9 +12,9 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { TEST_PACKAGE_STATES, WELD_STATUSES } from '../db/vocabulary.ts';
-import { camelCase, problems, zodIssues } from '../server/http/problem.ts';
-import type { Route } from '../server/http/route.ts';
-import { callerContext } from '../server/http/session.ts';
+import { camelCase, problems, zodIssues } from './http/problem.ts';
+import type { Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
 import { limitParam, sendPage } from './pagination.ts';
 import { pathId } from './resource.ts';
 
@@ -151,10 +151,10 @@ function camelKeys(value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).map(([key, v]) => [camelCase(key), v]));
 }
 
-export function historyRoutes(pool: pg.Pool, prefix: string): Route[] {
+export function historyRoutes(pool: pg.Pool): Route[] {
   return HISTORIES.map((history) => ({
     method: 'GET',
-    path: `${prefix}/${history.path}/:id/history`,
+    path: `/${history.path}/:id/history`,
     handler: async (req, res) => {
       const id = pathId(req, history.noun);
       const parsed = HistoryQuery.safeParse(req.query);

@@ -10,7 +10,7 @@
 import type { Request } from 'express';
 import type pg from 'pg';
 import { prepared } from '../db/database.ts';
-import { HttpProblem, problems } from '../server/http/problem.ts';
+import { HttpProblem, problems } from './http/problem.ts';
 
 export interface IdempotentAnswer {
   status: number;

@@ -26,16 +26,10 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { runImport } from '../db/weld-register.ts';
-import {
-  databaseProblem,
-  HttpProblem,
-  problems,
-  restNaming,
-  zodIssues,
-} from '../server/http/problem.ts';
-import { inFlightOf } from '../server/http/in-flight.ts';
-import type { Route } from '../server/http/route.ts';
-import { callerContext } from '../server/http/session.ts';
+import { databaseProblem, HttpProblem, problems, restNaming, zodIssues } from './http/problem.ts';
+import { inFlightOf } from './http/in-flight.ts';
+import type { Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
 import { encodeCursor, cursorParam, limitParam, sendPage } from './pagination.ts';
 import { booleanParam, inDatabase, pathId } from './resource.ts';
 
@@ -97,13 +91,13 @@ export function importsInFlightOf(pool: pg.Pool, tenantId: string): number {
   return inFlightOf(pool, 'imports').count(tenantId);
 }
 
-export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptions): Route[] {
+export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
   const { maxBytes } = options;
   const inFlight = inFlightOf(pool, 'imports');
   return [
     {
       method: 'POST',
-      path: `${prefix}/imports/welds`,
+      path: `/imports/welds`,
       handler: async (req, res) => {
         const query = importQuery.safeParse(req.query);
         if (!query.success) throw problems.validation(zodIssues(query.error, 'parameter'));
@@ -156,7 +150,7 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
           if (outcome.dryRun) {
             res.status(200).json({ dryRun: true, ...outcome.counts });
           } else {
-            res.setHeader('Location', `${prefix}/imports/${outcome.record.id}`);
+            res.setHeader('Location', `${req.baseUrl}/imports/${outcome.record.id}`);
             res.status(201).json(outcome.record);
           }
         } finally {
@@ -167,7 +161,7 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
     },
     {
       method: 'GET',
-      path: `${prefix}/imports`,
+      path: `/imports`,
       handler: async (req, res) => {
         const parsed = importListQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
@@ -197,7 +191,7 @@ export function importRoutes(pool: pg.Pool, prefix: string, options: ImportOptio
     },
     {
       method: 'GET',
-      path: `${prefix}/imports/:id`,
+      path: `/imports/:id`,
       handler: async (req, res) => {
         const id = pathId(req, 'import');
         const { rows } = await inDatabase(pool, req, (db) =>

@@ -12,9 +12,9 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { FLUID_SERVICES } from '../db/vocabulary.ts';
-import { problems, zodIssues } from '../server/http/problem.ts';
-import type { Route } from '../server/http/route.ts';
-import { callerContext } from '../server/http/session.ts';
+import { problems, zodIssues } from './http/problem.ts';
+import type { Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
 import { encodeTextCursor, pageSizeParam, sendJsonPage, textCursorParam } from './pagination.ts';
 import { column, defineResource } from './resource.ts';
 
@@ -135,11 +135,11 @@ const WELD_COUNTS_PAGE = `
    limit $4`;
 
 /** GET /isos/weld-counts (before /isos/{id}, which would take "weld-counts" for an id). */
-export function isoProgressRoutes(pool: pg.Pool, prefix = ''): Route[] {
+export function isoProgressRoutes(pool: pg.Pool): Route[] {
   return [
     {
       method: 'GET',
-      path: `${prefix}/isos/weld-counts`,
+      path: `/isos/weld-counts`,
       handler: async (req, res) => {
         const parsed = IsoWeldCountsQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));

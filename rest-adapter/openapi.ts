@@ -16,7 +16,7 @@ import {
   WELD_TYPES,
 } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
-import type { Route } from '../server/http/route.ts';
+import type { Route } from './http/route.ts';
 import {
   CookieSessionResponse,
   CsrfResponse,

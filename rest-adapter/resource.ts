@@ -14,7 +14,7 @@
 //
 // The database decides who may do what: every statement runs as the caller's role and tenant
 // (grants, row security, the SQL functions of migrations/), and its refusals become problems
-// through the one SQLSTATE table (server/http/problem.ts). Examinations are written by SQL
+// through the one SQLSTATE table (rest-adapter/http/problem.ts). Examinations are written by SQL
 // functions only; their resources supply their own `write` (ndt-records.ts, inspections.ts).
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
@@ -30,9 +30,9 @@ import {
   restNaming,
   zodIssues,
   type ValidationIssue,
-} from '../server/http/problem.ts';
-import type { Route } from '../server/http/route.ts';
-import { callerContext } from '../server/http/session.ts';
+} from './http/problem.ts';
+import type { Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import {
   cursorParam,
@@ -616,9 +616,9 @@ async function sendCsv(
   res.end();
 }
 
-/** The routes of a resource under a prefix ('' or '/api'). */
-export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string): Route[] {
-  const base = `${prefix}/${resource.path}`;
+/** The routes of a resource (served at /x and /api/x: server/app.ts mounts them at both). */
+export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
+  const base = `/${resource.path}`;
   const fieldFilters = Object.entries(resource.fields)
     .filter(([, f]) => f.filter)
     .map(([name, f]) => [name, `r.${f.column} = ?`] as const);
@@ -687,7 +687,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
             ? await resource.create.write(db, body)
             : await insertItem(db, resource, body);
           const item = (await readItemJson(db, resource, id))!;
-          // Location is stored without the prefix: a replay answers under its own.
+          // Location is stored without /api: a replay answers under the base it was asked at.
           const created = {
             status: 201,
             body: JSON.parse(item.json) as unknown,
@@ -698,7 +698,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool, prefix: string
           return created;
         });
         for (const [name, value] of Object.entries(answer.headers)) {
-          res.setHeader(name, name === 'Location' ? `${prefix}${value}` : value);
+          res.setHeader(name, name === 'Location' ? `${req.baseUrl}${value}` : value);
         }
         if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
         res.setHeader('Cache-Control', 'private, no-cache');

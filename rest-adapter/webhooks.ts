@@ -32,15 +32,11 @@ import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { EVENT_TYPES } from '../db/vocabulary.ts';
 import { sealSecret, type StoredSecret, type WebhookSecretKeys } from '../db/webhook-secrets.ts';
-import { HttpProblem, problems, zodIssues } from '../server/http/problem.ts';
-import { inFlightOf } from '../server/http/in-flight.ts';
-import type { Route } from '../server/http/route.ts';
-import type { TargetRules } from '../server/http/webhook-address.ts';
-import {
-  newWebhookSecret,
-  signedDelivery,
-  webhookUrlProblem,
-} from '../server/http/webhook-delivery.ts';
+import { HttpProblem, problems, zodIssues } from './http/problem.ts';
+import { inFlightOf } from './http/in-flight.ts';
+import type { Route } from './http/route.ts';
+import type { TargetRules } from './http/webhook-address.ts';
+import { newWebhookSecret, signedDelivery, webhookUrlProblem } from './http/webhook-delivery.ts';
 import {
   cursorParam,
   encodeCursor,
@@ -234,9 +230,9 @@ async function readWebhook(db: pg.PoolClient, id: string) {
   return rows[0];
 }
 
-export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOptions): Route[] {
-  const base = `${prefix}/webhooks`;
-  // Test messages in flight on this instance, by tenant: one count for both prefixes.
+export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
+  const base = '/webhooks';
+  // Test messages in flight on this instance, by tenant.
   const testsInFlight = inFlightOf(pool, 'webhook tests');
   /** Sends a test message to endpoint `id` and answers with the attempt. */
   const sendTest = async (req: Request, res: Response, id: string) => {
@@ -340,7 +336,7 @@ export function webhookRoutes(pool: pg.Pool, prefix: string, options: WebhookOpt
           );
           return (await readWebhook(db, id))!;
         });
-        res.setHeader('Location', `${base}/${id}`);
+        res.setHeader('Location', `${req.baseUrl}${base}/${id}`);
         res.setHeader('ETag', `"${item.version}"`);
         res.setHeader('Cache-Control', 'no-store');
         res.status(201).json({ ...item, secret });

@@ -13,8 +13,8 @@ import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { USER_ROLES, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
 import { exportWelds } from '../db/weld-register.ts';
-import type { Route } from '../server/http/route.ts';
-import { callerContext } from '../server/http/session.ts';
+import type { Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
 import {
   calendarDate,
   column,
@@ -146,11 +146,11 @@ export const WeldTransitionList = z
  * The weld paths beyond the resource's own: the status change and the rules it obeys (its
  * history: history.ts).
  */
-export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
+export function weldLifecycleRoutes(pool: pg.Pool): Route[] {
   return [
     {
       method: 'PATCH',
-      path: `${prefix}/welds/:id/status`,
+      path: `/welds/:id/status`,
       body: true,
       handler: async (req, res) => {
         const id = pathId(req, 'weld');
@@ -171,7 +171,7 @@ export function weldLifecycleRoutes(pool: pg.Pool, prefix: string): Route[] {
     },
     {
       method: 'GET',
-      path: `${prefix}/weld-transitions`,
+      path: `/weld-transitions`,
       handler: async (req, res) => {
         // A handful of rows per tenant (at most 20), so no pages; row security picks the tenant's.
         const { rows } = await withContext(pool, callerContext(req), (db) =>

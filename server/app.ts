@@ -10,11 +10,11 @@
 import http from 'node:http';
 import express from 'express';
 import type pg from 'pg';
-import { requestLogging, type Logger } from './http/log.ts';
-import { problemHandler, problems } from './http/problem.ts';
-import { mount, type Route } from './http/route.ts';
-import type { Verifier } from './http/session.ts';
-import { tenantResolver, type TrustProxy } from './http/tenancy.ts';
+import { requestLogging, type Logger } from '../rest-adapter/http/log.ts';
+import { problemHandler, problems } from '../rest-adapter/http/problem.ts';
+import { DATA_BASES, mount, type Route } from '../rest-adapter/http/route.ts';
+import type { Verifier } from '../rest-adapter/http/session.ts';
+import { tenantResolver, type TrustProxy } from '../rest-adapter/http/tenancy.ts';
 
 export interface AppDeps {
   /** The authenticator pool. */
@@ -47,10 +47,17 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(tenantResolver(deps.controlPool ?? deps.pool));
   app.use(
     mount(
-      deps.routes.filter((r) => r.tenant !== false),
+      deps.routes.filter((r) => r.tenant !== false && !r.data),
       deps,
     ),
   );
+  // One router for the data paths, mounted at /api and at /: a handler reads its base from
+  // req.baseUrl (Location, Link) and is otherwise the same at both.
+  const data = mount(
+    deps.routes.filter((r) => r.data),
+    deps,
+  );
+  for (const base of DATA_BASES) app.use(base, data);
   app.use((req) => {
     throw problems.notFound(`No resource at ${req.path}.`);
   });

@@ -15,8 +15,8 @@ import {
   type DatabaseSource,
 } from '../db/config.ts';
 import { POOL_DEFAULTS } from '../db/database.ts';
-import type { TrustProxy } from './http/tenancy.ts';
-import { networkList } from './http/webhook-address.ts';
+import type { TrustProxy } from '../rest-adapter/http/tenancy.ts';
+import { networkList } from '../rest-adapter/http/webhook-address.ts';
 import { webhookKeyEnv, type WebhookKeyConfig } from '../db/webhook-secrets.ts';
 
 /** GraphQL's limits when the environment does not set them (see server/graphql-cost.ts). */

@@ -71,7 +71,7 @@ import {
   type SelectionSetNode,
 } from 'postgraphile/graphql';
 import { PAGE_SIZE } from '../db/vocabulary.ts';
-import { HttpProblem } from './http/problem.ts';
+import { HttpProblem } from '../rest-adapter/http/problem.ts';
 
 export const DEPTH = { maxDepth: 10, maxListDepth: 4 };
 /**
@@ -86,7 +86,7 @@ export const MAX_FIELDS = 1_000;
  * How deep input values written in the document may nest (objects and lists: a filter's and, or,
  * not). Planning a filter takes time that grows faster than its depth, on the event loop and
  * before the deadline runs: 1,000 levels of `not` (9 KB of text) held every request for a third
- * of a second. Variables are JSON, bounded by MAX_JSON_DEPTH (server/http/route.ts) to the same.
+ * of a second. Variables are JSON, bounded by MAX_JSON_DEPTH (rest-adapter/http/route.ts) to the same.
  */
 export const MAX_VALUE_DEPTH = 32;
 /**

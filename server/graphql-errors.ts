@@ -3,7 +3,7 @@
 // The client: a refusal of the database (a role without the grant, a duplicate key, a transition
 // the rules forbid, a stale version, a statement timeout...) comes back as a GraphQL error whose
 // message says what happened and whose extensions.code is the `type` REST answers for the same
-// refusal (server/http/problem.ts, the one table), with the same extension members (`allowed`,
+// refusal (rest-adapter/http/problem.ts, the one table), with the same extension members (`allowed`,
 // `version`, `errors`). Anything else is unexpected: the client gets grafserv's masked message
 // with an id, and the log gets one JSON line with that id.
 //
@@ -22,8 +22,8 @@ import {
   CatalogColumnNaming,
   databaseProblem,
   type ColumnNaming,
-} from './http/problem.ts';
-import type { Logger } from './http/log.ts';
+} from '../rest-adapter/http/problem.ts';
+import type { Logger } from '../rest-adapter/http/log.ts';
 
 /** The connection filter plugin refuses these inputs with plain Errors; they are the client's. */
 const FILTER_INPUT_ERROR =

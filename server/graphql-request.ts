@@ -34,9 +34,9 @@ import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { makeWithPgClientViaPgClientAlreadyInTransaction } from 'postgraphile/adaptors/pg';
 import { getOperationAST, GraphQLError, OperationTypeNode } from 'postgraphile/graphql';
-import { InFlight } from './http/in-flight.ts';
-import { HttpProblem } from './http/problem.ts';
-import type { Logger } from './http/log.ts';
+import { InFlight } from '../rest-adapter/http/in-flight.ts';
+import { HttpProblem } from '../rest-adapter/http/problem.ts';
+import type { Logger } from '../rest-adapter/http/log.ts';
 
 /** How long past its deadline PostgreSQL 17+ lets a GraphQL transaction live (a backstop). */
 export const DEADLINE_MARGIN_MS = 5_000;

@@ -34,10 +34,10 @@ import {
   withGraphqlLogger,
   type MaskError,
 } from './graphql-errors.ts';
-import { createLogger, type Logger } from './http/log.ts';
-import { HttpProblem } from './http/problem.ts';
-import type { Route } from './http/route.ts';
-import { callerContext } from './http/session.ts';
+import { createLogger, type Logger } from '../rest-adapter/http/log.ts';
+import { HttpProblem } from '../rest-adapter/http/problem.ts';
+import type { Route } from '../rest-adapter/http/route.ts';
+import { callerContext } from '../rest-adapter/http/session.ts';
 
 export interface GraphqlOptions {
   /** Where hidden errors and PostGraphile's own messages go (default: nowhere). */

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { MIGRATIONS_DIR } from '../db/database.ts';
-import { HttpProblem } from './http/problem.ts';
-import type { Route } from './http/route.ts';
+import { HttpProblem } from '../rest-adapter/http/problem.ts';
+import type { Route } from '../rest-adapter/http/route.ts';
 
 /** The newest committed migration's file name; the database must have applied it. */
 export function newestCommittedMigration(): string {

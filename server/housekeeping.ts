@@ -6,7 +6,7 @@
 // at start and then every PURGE_EVERY_MS, from every instance (the deletes are idempotent, so two
 // instances purging at once do no harm).
 import type pg from 'pg';
-import type { Logger } from './http/log.ts';
+import type { Logger } from '../rest-adapter/http/log.ts';
 
 export const PURGE_EVERY_MS = 15 * 60_000;
 

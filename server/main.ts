@@ -19,13 +19,13 @@ import {
   type WebhookSecretKeys,
 } from '../db/webhook-secrets.ts';
 import { createApp, createHttpServer } from './app.ts';
-import { KeyRing } from './auth/keys.ts';
-import { SessionRevocations } from './auth/revocations.ts';
+import { KeyRing } from '../rest-adapter/http/auth/keys.ts';
+import { SessionRevocations } from '../rest-adapter/http/auth/revocations.ts';
 import { loadConfig, type Config } from './config.ts';
 import { EventNotifications } from '../db/event-notifications.ts';
 import { createGraphql } from './graphql.ts';
 import { startHousekeeping } from './housekeeping.ts';
-import { createLogger, type Logger } from './http/log.ts';
+import { createLogger, type Logger } from '../rest-adapter/http/log.ts';
 import { serviceRoutes } from './routes.ts';
 import { startWebhookWorker } from './webhook-worker.ts';
 

@@ -11,8 +11,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { build, stop } from 'esbuild';
 import type { Response } from 'express';
-import { problems } from './http/problem.ts';
-import type { Route } from './http/route.ts';
+import { problems } from '../rest-adapter/http/problem.ts';
+import type { Route } from '../rest-adapter/http/route.ts';
 
 const APP = path.resolve(import.meta.dirname, '..', 'app');
 

@@ -1,6 +1,6 @@
 // Every route the service serves, in one list: the process's health, authentication, the data
-// paths (canonical and under /api, with identical behaviour), GraphQL, the API documents and the
-// inspectors' web app (/app/).
+// paths (marked `data`: server/app.ts mounts them once at / and once at /api, with identical
+// behaviour), GraphQL, the API documents and the inspectors' web app (/app/).
 // server/main.ts (and the tests' in-process server) hand this list to createApp.
 import type pg from 'pg';
 import { authRoutes } from '../rest-adapter/auth.ts';
@@ -14,10 +14,10 @@ import { resourceRoutes } from '../rest-adapter/resource.ts';
 import { RESOURCES } from '../rest-adapter/resources.ts';
 import { webhookRoutes, type WebhookOptions } from '../rest-adapter/webhooks.ts';
 import { weldLifecycleRoutes } from '../rest-adapter/welds.ts';
-import type { KeyRing } from './auth/keys.ts';
+import type { KeyRing } from '../rest-adapter/http/auth/keys.ts';
 import { graphqlRoutes, type Graphql } from './graphql.ts';
 import { healthRoutes } from './health.ts';
-import type { Route } from './http/route.ts';
+import type { Route } from '../rest-adapter/http/route.ts';
 import { appRoutes } from './pwa.ts';
 
 export interface ServiceDeps {
@@ -36,9 +36,6 @@ export interface ServiceDeps {
   isDraining?: () => boolean;
 }
 
-/** The prefixes the data paths answer under (spec section 4). */
-export const DATA_PREFIXES = ['', '/api'] as const;
-
 export function serviceRoutes(deps: ServiceDeps): Route[] {
   return [
     ...healthRoutes({
@@ -46,16 +43,16 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       isDraining: deps.isDraining ?? (() => false),
     }),
     ...authRoutes({ pool: deps.pool, ring: deps.ring, ...deps.auth }),
-    ...DATA_PREFIXES.flatMap((prefix) => [
-      ...weldLifecycleRoutes(deps.pool, prefix),
-      ...historyRoutes(deps.pool, prefix),
-      ...codeRuleRoutes(deps.pool, prefix),
-      ...eventRoutes(deps.pool, prefix, { isDraining: deps.isDraining, ...deps.events }),
-      ...webhookRoutes(deps.pool, prefix, deps.webhooks),
-      ...importRoutes(deps.pool, prefix, deps.imports),
-      ...isoProgressRoutes(deps.pool, prefix),
-      ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool, prefix)),
-    ]),
+    ...[
+      ...weldLifecycleRoutes(deps.pool),
+      ...historyRoutes(deps.pool),
+      ...codeRuleRoutes(deps.pool),
+      ...eventRoutes(deps.pool, { isDraining: deps.isDraining, ...deps.events }),
+      ...webhookRoutes(deps.pool, deps.webhooks),
+      ...importRoutes(deps.pool, deps.imports),
+      ...isoProgressRoutes(deps.pool),
+      ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool)),
+    ].map((route): Route => ({ ...route, data: true })),
     ...graphqlRoutes(deps.graphql),
     ...openapiRoutes(),
     ...appRoutes(),

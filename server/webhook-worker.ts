@@ -4,7 +4,7 @@
 //   claim    weld_hidden.claim_webhook_deliveries leases one endpoint that is due and has an
 //            event waiting (FOR UPDATE SKIP LOCKED: instances never claim the same endpoint), with
 //            its next event
-//   send     server/http/webhook-delivery.ts: signed POST, outside any transaction
+//   send     rest-adapter/http/webhook-delivery.ts: signed POST, outside any transaction
 //   finish   weld_hidden.finish_webhook_delivery records the attempt and moves the endpoint past
 //            the event on a 2xx, or schedules the retry (exponential backoff), or disables it after
 //            failing for WEBHOOK_GIVE_UP_HOURS
@@ -23,9 +23,9 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { EventNotifications } from '../db/event-notifications.ts';
 import type { WebhookSecretKeys } from '../db/webhook-secrets.ts';
-import type { Logger } from './http/log.ts';
-import type { TargetRules } from './http/webhook-address.ts';
-import { signedDelivery } from './http/webhook-delivery.ts';
+import type { Logger } from '../rest-adapter/http/log.ts';
+import type { TargetRules } from '../rest-adapter/http/webhook-address.ts';
+import { signedDelivery } from '../rest-adapter/http/webhook-delivery.ts';
 
 export interface WebhookWorkerOptions extends TargetRules {
   timeoutMs: number;

@@ -1,6 +1,7 @@
 // The direction of imports, read from the source: db/ at the bottom knows nothing of HTTP; the
-// HTTP toolkit (server/http, server/auth) knows db/ and nothing above it; rest-adapter/ uses both
-// and exports routes; only server/routes.ts gathers the adapters. The web app (app/) runs in the
+// HTTP toolkit (rest-adapter/http) knows db/ and nothing above it; the adapters (rest-adapter/)
+// use both and export routes; server/ composes them on top, and only server/routes.ts gathers
+// the adapters. The web app (app/) runs in the
 // browser and reaches the service by HTTP only: it imports nothing of the server's, and the
 // server only builds it (server/pwa.ts names its folder, imports none of it). No import cycle.
 import fs from 'node:fs';
@@ -48,20 +49,18 @@ test('db/ imports nothing from server/ or rest-adapter/', (t) => {
   );
 });
 
-test('the HTTP toolkit (server/http, server/auth) imports only itself and db/', (t) => {
-  const toolkit = [...importsOf('server/http/'), ...importsOf('server/auth/')];
+test('the HTTP toolkit (rest-adapter/http) imports only itself and db/', (t) => {
+  const toolkit = importsOf('rest-adapter/http/');
   t.true(toolkit.length > 0);
   t.deepEqual(
-    toolkit.filter((edge) => !/-> (db|server\/http|server\/auth)\//.test(edge)),
+    toolkit.filter((edge) => !/-> (db|rest-adapter\/http)\//.test(edge)),
     [],
   );
 });
 
-test('rest-adapter/ imports db/, the toolkit and itself, nothing else of server/', (t) => {
+test('rest-adapter/ imports db/ and itself, nothing of server/', (t) => {
   t.deepEqual(
-    importsOf('rest-adapter/').filter(
-      (edge) => !/-> (db|server\/http|server\/auth|rest-adapter)\//.test(edge),
-    ),
+    importsOf('rest-adapter/').filter((edge) => !/-> (db|rest-adapter)\//.test(edge)),
     [],
   );
 });
@@ -83,12 +82,27 @@ test('the web app imports only itself, and nothing imports it', (t) => {
   );
 });
 
-test('only server/routes.ts gathers the REST adapters', (t) => {
+test('only server/routes.ts gathers the REST adapters; the rest of server/ uses the toolkit', (t) => {
   const users = [...graph]
     .filter(([file]) => !file.startsWith('rest-adapter/'))
-    .filter(([, targets]) => targets.some((target) => target.startsWith('rest-adapter/')))
+    .filter(([, targets]) =>
+      targets.some(
+        (target) => target.startsWith('rest-adapter/') && !target.startsWith('rest-adapter/http/'),
+      ),
+    )
     .map(([file]) => file);
   t.deepEqual(users, ['server/routes.ts']);
+});
+
+test('nothing below server/ imports it (the composition is on top)', (t) => {
+  t.deepEqual(
+    [...graph]
+      .filter(([file]) => !file.startsWith('server/'))
+      .flatMap(([file, targets]) =>
+        targets.filter((x) => x.startsWith('server/')).map((x) => `${file} -> ${x}`),
+      ),
+    [],
+  );
 });
 
 test('no module imports itself through a cycle', (t) => {

@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { asAuthenticator, withContext } from '../../db/database.ts';
 import { startHousekeeping } from '../../server/housekeeping.ts';
-import { createLogger } from '../../server/http/log.ts';
+import { createLogger } from '../../rest-adapter/http/log.ts';
 import { ownerClient, twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
 
 type Role = 'viewer' | 'inspector' | 'engineer' | 'admin';

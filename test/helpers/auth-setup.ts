@@ -3,8 +3,8 @@
 // of data requests), and the requests and assertions they repeat.
 import type { ExecutionContext } from 'ava';
 import { addTenant } from '../../db/tenants.ts';
-import type { Route } from '../../server/http/route.ts';
-import type { TrustProxy } from '../../server/http/tenancy.ts';
+import type { Route } from '../../rest-adapter/http/route.ts';
+import type { TrustProxy } from '../../rest-adapter/http/tenancy.ts';
 import { addRoleUsers } from './auth.ts';
 import { migratedDatabase } from './database.ts';
 import { ownerClient } from './fixtures.ts';

@@ -126,7 +126,7 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
   for (const role of ROLES) tokens[role] = (await signIn(HOST, role)).json.accessToken as string;
   // Tenant B signs with a copy of A's key, so that its tokens are refused by their claims
   // (issuer, audience, tenant) rather than by a key A has not read, which makes a request wait
-  // for a reread of the keys (up to 5 s, on purpose: server/auth/keys.ts) and the run crawl.
+  // for a reread of the keys (up to 5 s, on purpose: rest-adapter/http/auth/keys.ts) and the run crawl.
   await owner.query(
     `insert into weld_private.signing_keys (tenant_id, kid, private_jwk, public_jwk)
      select (select id from weld_public.tenants where slug = 'other'), kid, private_jwk, public_jwk

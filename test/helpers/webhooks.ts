@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ExecutionContext } from 'ava';
 import { addTenant } from '../../db/tenants.ts';
-import { createLogger } from '../../server/http/log.ts';
+import { createLogger } from '../../rest-adapter/http/log.ts';
 import { startWebhookWorker, type WebhookWorkerOptions } from '../../server/webhook-worker.ts';
 import { addRoleUsers, login } from './auth.ts';
 import { migratedDatabase } from './database.ts';

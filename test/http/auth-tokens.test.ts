@@ -8,7 +8,7 @@ import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose
 import { asAuthenticator, createPool } from '../../db/database.ts';
 import { disableUser } from '../../db/users.ts';
 import { addSigningKey } from '../../db/signing-keys.ts';
-import { issueAccessToken } from '../../server/auth/access-tokens.ts';
+import { issueAccessToken } from '../../rest-adapter/http/auth/access-tokens.ts';
 import { cookieHeader, login, setCookies } from '../helpers/auth.ts';
 import { request } from '../helpers/http.ts';
 import { TEST_TOKEN_TTL } from '../helpers/server.ts';

@@ -4,8 +4,8 @@
 // database going away (503), and the proxy headers that count only behind a trusted proxy.
 import test, { type ExecutionContext } from 'ava';
 import { z } from 'zod';
-import type { Route } from '../../server/http/route.ts';
-import type { TrustProxy } from '../../server/http/tenancy.ts';
+import type { Route } from '../../rest-adapter/http/route.ts';
+import type { TrustProxy } from '../../rest-adapter/http/tenancy.ts';
 import { connectClient } from '../../db/database.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';

@@ -12,7 +12,7 @@ import {
   GraphqlRequests,
   GraphqlRequestSession,
 } from '../../server/graphql-request.ts';
-import { databaseProblem } from '../../server/http/problem.ts';
+import { databaseProblem } from '../../rest-adapter/http/problem.ts';
 import { addRoleUsers, login, PASSWORD } from '../helpers/auth.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';

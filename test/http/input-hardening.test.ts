@@ -5,8 +5,8 @@
 // the other prefix, and the refusals the SQLSTATE table maps for GraphQL as for REST.
 import test, { type ExecutionContext } from 'ava';
 import { addTenant } from '../../db/tenants.ts';
-import { databaseProblem } from '../../server/http/problem.ts';
-import { MISS_LOOKUPS_PER_SECOND } from '../../server/http/tenancy.ts';
+import { databaseProblem } from '../../rest-adapter/http/problem.ts';
+import { MISS_LOOKUPS_PER_SECOND } from '../../rest-adapter/http/tenancy.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';

@@ -6,7 +6,7 @@ import { addTenant } from '../../db/tenants.ts';
 import type pg from 'pg';
 import { openapiDocument } from '../../rest-adapter/openapi.ts';
 import type { EventNotifications } from '../../db/event-notifications.ts';
-import type { KeyRing } from '../../server/auth/keys.ts';
+import type { KeyRing } from '../../rest-adapter/http/auth/keys.ts';
 import type { Graphql } from '../../server/graphql.ts';
 import { serviceRoutes } from '../../server/routes.ts';
 import { migratedDatabase } from '../helpers/database.ts';

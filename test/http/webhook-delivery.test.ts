@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { noAnswer } from '../../server/http/webhook-delivery.ts';
+import { noAnswer } from '../../rest-adapter/http/webhook-delivery.ts';
 import { cookieHeader, login } from '../helpers/auth.ts';
 import { request } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';

@@ -8,8 +8,8 @@
 //     deadline
 //   - a tenant may have two test messages in flight; one more is 429, another tenant's still runs
 import test from 'ava';
-import { LookupSlots, type TargetRules } from '../../server/http/webhook-address.ts';
-import { deliverWebhook, noAnswer } from '../../server/http/webhook-delivery.ts';
+import { LookupSlots, type TargetRules } from '../../rest-adapter/http/webhook-address.ts';
+import { deliverWebhook, noAnswer } from '../../rest-adapter/http/webhook-delivery.ts';
 import { ok, receiver, sleep, worker, world } from '../helpers/webhooks.ts';
 
 /** The attacker's DNS: `slow.*` answers after `slowMs`, everything else at once, all loopback. */

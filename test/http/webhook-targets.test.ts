@@ -18,8 +18,8 @@ import os from 'node:os';
 import test from 'ava';
 import { ConfigError } from '../../db/config.ts';
 import { loadConfig } from '../../server/config.ts';
-import { addressProblem, type TargetRules } from '../../server/http/webhook-address.ts';
-import { noAnswer } from '../../server/http/webhook-delivery.ts';
+import { addressProblem, type TargetRules } from '../../rest-adapter/http/webhook-address.ts';
+import { noAnswer } from '../../rest-adapter/http/webhook-delivery.ts';
 import { ok, receiver, until, worker, world, type Json } from '../helpers/webhooks.ts';
 
 const RULES: TargetRules = { allowPrivate: false };

@@ -5,8 +5,8 @@
 // among the tenant's own trusted keys.
 import { randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
-import { SIGNING_ALGORITHM } from '../../db/signing-keys.ts';
-import { USER_ROLES, type UserRole } from '../../db/vocabulary.ts';
+import { SIGNING_ALGORITHM } from '../../../db/signing-keys.ts';
+import { USER_ROLES, type UserRole } from '../../../db/vocabulary.ts';
 import { TokenError, type KeyRing } from './keys.ts';
 
 export interface AccessClaims {

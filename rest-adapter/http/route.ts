@@ -24,7 +24,12 @@ export interface Route {
   anonymous?: true;
   /** true for routes that read a JSON body. */
   body?: true;
+  /** true for the data paths: served at /x and, identically, at /api/x (spec section 4). */
+  data?: true;
 }
+
+/** Where the data paths are mounted (spec section 4: the bare paths are canonical). */
+export const DATA_BASES = ['/api', '/'] as const;
 
 /** A router with each path's methods, and 405 (or the OPTIONS answer) for the others. */
 export function mount(

@@ -12,8 +12,8 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import type pg from 'pg';
-import { asAuthenticator } from '../../db/database.ts';
-import { addSigningKey, readSigningKeys, SIGNING_ALGORITHM } from '../../db/signing-keys.ts';
+import { asAuthenticator } from '../../../db/database.ts';
+import { addSigningKey, readSigningKeys, SIGNING_ALGORITHM } from '../../../db/signing-keys.ts';
 
 /** Any reason a presented token is not accepted; the detail is for logs, never for clients. */
 export class TokenError extends Error {}

@@ -92,7 +92,7 @@ export const problems = {
       detail: 'Every database connection stayed busy for the whole wait; try again shortly.',
       headers: { 'Retry-After': '1' },
     }),
-  /** A Host not seen before, while lookups of new Hosts are rationed (server/http/tenancy.ts). */
+  /** A Host not seen before, while lookups of new Hosts are rationed (rest-adapter/http/tenancy.ts). */
   hostsRationed: () =>
     new HttpProblem(503, {
       type: '/problems/busy',

@@ -13,10 +13,10 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, RequestHandler, Response } from 'express';
 import type { SessionContext } from '../../db/database.ts';
 import { requestRoleOf } from '../../db/vocabulary.ts';
-import { verifyAccessToken, type AccessClaims } from '../auth/access-tokens.ts';
-import { csrfTokenValid, sameBytes } from '../auth/csrf.ts';
-import { TokenError, type KeyRing } from '../auth/keys.ts';
-import type { SessionRevocations } from '../auth/revocations.ts';
+import { verifyAccessToken, type AccessClaims } from './auth/access-tokens.ts';
+import { csrfTokenValid, sameBytes } from './auth/csrf.ts';
+import { TokenError, type KeyRing } from './auth/keys.ts';
+import type { SessionRevocations } from './auth/revocations.ts';
 import { HttpProblem } from './problem.ts';
 
 export const COOKIE = { access: 'svc_at', refresh: 'svc_rt', csrf: 'svc_csrf' } as const;

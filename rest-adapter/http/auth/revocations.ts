@@ -14,7 +14,7 @@
 // every RELOAD_EVERY_MS, which doubles as a heartbeat, find that out and reconnect, and the
 // reload is a backstop for any notification lost on the way.
 import pg from 'pg';
-import type { Logger } from '../http/log.ts';
+import type { Logger } from '../log.ts';
 
 const CHANNEL = 'weld_session_revoked';
 const RECONNECT_MS = { first: 500, max: 30_000 };
