@@ -6,7 +6,6 @@
 // behaviour, for the data paths only (auth, health, GraphQL and the documents live at the root).
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { z } from 'zod';
 import {
   EVENT_PAGE_SIZE,
   EVENT_RESOURCES,
@@ -16,6 +15,18 @@ import {
   WELD_TYPES,
 } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
+import {
+  common,
+  content,
+  header,
+  idParam,
+  itemHeaders,
+  json,
+  page,
+  problem,
+  queryParameters,
+  ref,
+} from './http/operation.ts';
 import type { Route } from './http/route.ts';
 import {
   CookieSessionResponse,
@@ -78,70 +89,11 @@ import {
   WebhookPausedData,
   WebhookWithSecret,
 } from './webhooks.ts';
-import { StatusChange, WeldTransitionList } from './welds.ts';
-
-const json = (schema: z.ZodType, io: 'input' | 'output' = 'output') =>
-  z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const content = (name: string, type = 'application/json') => ({
-  content: { [type]: { schema: ref(name) } },
-});
-/** A problem response; several schema names hold together (each is conditional on `type`). */
-const problem = (description: string, name: string | string[] = 'Problem') => ({
-  description,
-  content: {
-    'application/problem+json': {
-      schema: typeof name === 'string' ? ref(name) : { allOf: name.map(ref) },
-    },
-  },
-});
-
-/** Query parameters from a strict zod object: one entry per key, with the key's input schema. */
-function queryParameters(schema: z.ZodObject) {
-  return Object.entries(schema.shape).map(([name, field]) => {
-    const { $schema: _ignored, ...fieldSchema } = json(field as z.ZodType, 'input') as Record<
-      string,
-      unknown
-    >;
-    return {
-      name,
-      in: 'query',
-      required: false,
-      schema: fieldSchema,
-      description: fieldSchema.description,
-    };
-  });
-}
 
 const rootOnly = { servers: [{ url: '/' }] };
 const bearerOrCookie = [{ bearer: [] }, { cookie: [] }];
-const common = {
-  '401': problem('No access token, or an invalid one (`WWW-Authenticate: Bearer`)'),
-  '404': problem('Unknown tenant (origin), or no such resource'),
-  default: problem('Any other error, as RFC 9457 problem details'),
-};
-const page = {
-  description: 'One page; `Link: <...>; rel="next"` when there is a next one',
-  headers: { Link: { schema: { type: 'string' }, description: 'the next page, rel="next"' } },
-};
-
 /** A login or refresh answer: a bearer client's tokens, or a cookie-mode session. */
 const sessionAnswer = { anyOf: [ref('TokenResponse'), ref('CookieSessionResponse')] };
-
-const idParam = {
-  name: 'id',
-  in: 'path',
-  required: true,
-  schema: { type: 'string', format: 'uuid' },
-};
-const header = (name: string, description: string) => ({
-  name,
-  in: 'header',
-  required: false,
-  schema: { type: 'string' },
-  description,
-});
-const itemHeaders = { ETag: { schema: { type: 'string' }, description: 'the version, quoted' } };
 
 /** A resource's schemas: the item, its page, and the bodies it accepts. */
 function resourceSchemas(r: Resource): Array<[string, unknown]> {
@@ -1053,11 +1005,35 @@ function importPaths(): Record<string, unknown> {
   };
 }
 
-function buildDocument() {
+/** The paths of the routes that describe themselves (Route.doc), in route order. */
+function routePaths(routes: Route[]) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    if (!route.doc) continue;
+    const template = route.path.replace(/:([A-Za-z]+)/g, '{$1}');
+    const { schemas: _components, ...operation } = route.doc;
+    const item = (paths[template] ??= route.data ? {} : { ...rootOnly });
+    item[route.method.toLowerCase()] = operation;
+  }
+  return paths;
+}
+
+/** The component schemas the routes name; one name, one shape. */
+function routeSchemas(routes: Route[]) {
+  const schemas: Record<string, unknown> = {};
+  for (const [name, schema] of routes.flatMap((r) => Object.entries(r.doc?.schemas ?? {}))) {
+    if (name in schemas && JSON.stringify(schemas[name]) !== JSON.stringify(schema)) {
+      throw new Error(`Two operations define the schema ${name} differently.`);
+    }
+    schemas[name] = schema;
+  }
+  return schemas;
+}
+
+function buildDocument(routes: Route[]) {
   const schemas: Record<string, unknown> = {
+    ...routeSchemas(routes),
     ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
-    StatusChange: json(StatusChange, 'input'),
-    WeldTransitionList: json(WeldTransitionList),
     ExaminationSelection: json(ExaminationSelection),
     ExaminationSelectionPage: json(ExaminationSelectionPage),
     ExaminationDraw: json(DrawBody, 'input'),
@@ -1338,6 +1314,7 @@ function buildDocument() {
     },
     security: bearerOrCookie,
     paths: {
+      ...routePaths(routes),
       '/health/live': {
         ...rootOnly,
         get: {
@@ -1440,51 +1417,6 @@ function buildDocument() {
         },
       },
       ...Object.fromEntries(RESOURCES.flatMap(resourcePaths)),
-      '/welds/{id}/status': {
-        patch: {
-          summary:
-            'Advance a weld through its status lifecycle (the tenant’s transition rules decide)',
-          parameters: [
-            idParam,
-            {
-              name: 'If-Match',
-              in: 'header',
-              required: false,
-              schema: { type: 'string' },
-              description: 'the ETag you read; 412 if the weld changed since',
-            },
-          ],
-          requestBody: { required: true, ...content('StatusChange') },
-          responses: {
-            '200': {
-              description: 'the changed weld',
-              headers: { ETag: { schema: { type: 'string' } } },
-              ...content('Weld'),
-            },
-            '403': problem('your role may not make this change (or CSRF check failed)'),
-            '409': problem(
-              'the rules do not allow this change (`allowed` lists what they allow); or, where the tenant refuses failing welds, ACCEPTED for a repaired weld whose re-examination is owed (/problems/reexamination-open, `checks`)',
-              'TransitionProblem',
-            ),
-            '412': problem('If-Match is stale'),
-            '422': problem('status is not one of the five values, or the rule requires a reason'),
-            ...common,
-          },
-        },
-      },
-      '/weld-transitions': {
-        get: {
-          summary: "The tenant's weld status rules",
-          description:
-            'Every status change the rules allow, the least role that may make it and whether it needs a reason: ' +
-            'what PATCH /welds/{id}/status obeys, so a client can offer only the changes open to its user. The rules ' +
-            'are rows a DBA manages in SQL (weld_public.weld_transition_rules); every role may read them.',
-          responses: {
-            '200': { description: 'the rules', ...content('WeldTransitionList') },
-            ...common,
-          },
-        },
-      },
       ...Object.fromEntries(
         HISTORIES.map((h) => [
           `/${h.path}/{id}/history`,
@@ -1574,9 +1506,12 @@ function buildDocument() {
   };
 }
 
-let document: ReturnType<typeof buildDocument> | undefined;
-export function openapiDocument(): ReturnType<typeof buildDocument> {
-  return (document ??= buildDocument());
+const documents = new WeakMap<Route[], ReturnType<typeof buildDocument>>();
+/** The document of these routes (built once per list). */
+export function openapiDocument(routes: Route[]): ReturnType<typeof buildDocument> {
+  let document = documents.get(routes);
+  if (!document) documents.set(routes, (document = buildDocument(routes)));
+  return document;
 }
 
 const swaggerUi = path.dirname(
@@ -1592,10 +1527,11 @@ const DOCS_HTML = `<!doctype html>
 </html>`;
 const DOCS_INIT = `SwaggerUIBundle({ url: '/openapi.json', dom_id: '#api' });`;
 
-export function openapiRoutes(): Route[] {
+/** The document of `documented` at /openapi.json (and /api/openapi.json), and its page at /docs. */
+export function openapiRoutes(documented: Route[]): Route[] {
   const serve: Route['handler'] = (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=300');
-    res.json(openapiDocument());
+    res.json(openapiDocument(documented));
   };
   return [
     { method: 'GET', path: '/openapi.json', anonymous: true, handler: serve },

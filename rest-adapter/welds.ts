@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { USER_ROLES, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
 import { exportWelds } from '../db/weld-register.ts';
+import { common, content, idParam, json, problem } from './http/operation.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import {
@@ -152,6 +153,37 @@ export function weldLifecycleRoutes(pool: pg.Pool): Route[] {
       method: 'PATCH',
       path: `/welds/:id/status`,
       body: true,
+      doc: {
+        summary:
+          'Advance a weld through its status lifecycle (the tenant’s transition rules decide)',
+        parameters: [
+          idParam,
+          {
+            name: 'If-Match',
+            in: 'header',
+            required: false,
+            schema: { type: 'string' },
+            description: 'the ETag you read; 412 if the weld changed since',
+          },
+        ],
+        requestBody: { required: true, ...content('StatusChange') },
+        responses: {
+          '200': {
+            description: 'the changed weld',
+            headers: { ETag: { schema: { type: 'string' } } },
+            ...content('Weld'),
+          },
+          '403': problem('your role may not make this change (or CSRF check failed)'),
+          '409': problem(
+            'the rules do not allow this change (`allowed` lists what they allow); or, where the tenant refuses failing welds, ACCEPTED for a repaired weld whose re-examination is owed (/problems/reexamination-open, `checks`)',
+            'TransitionProblem',
+          ),
+          '412': problem('If-Match is stale'),
+          '422': problem('status is not one of the five values, or the rule requires a reason'),
+          ...common,
+        },
+        schemas: { StatusChange: json(StatusChange, 'input') },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'weld');
         const change = StatusChange.parse(req.body ?? {});
@@ -172,6 +204,18 @@ export function weldLifecycleRoutes(pool: pg.Pool): Route[] {
     {
       method: 'GET',
       path: `/weld-transitions`,
+      doc: {
+        summary: "The tenant's weld status rules",
+        description:
+          'Every status change the rules allow, the least role that may make it and whether it needs a reason: ' +
+          'what PATCH /welds/{id}/status obeys, so a client can offer only the changes open to its user. The rules ' +
+          'are rows a DBA manages in SQL (weld_public.weld_transition_rules); every role may read them.',
+        responses: {
+          '200': { description: 'the rules', ...content('WeldTransitionList') },
+          ...common,
+        },
+        schemas: { WeldTransitionList: json(WeldTransitionList) },
+      },
       handler: async (req, res) => {
         // A handful of rows per tenant (at most 20), so no pages; row security picks the tenant's.
         const { rows } = await withContext(pool, callerContext(req), (db) =>

@@ -37,7 +37,7 @@ export interface ServiceDeps {
 }
 
 export function serviceRoutes(deps: ServiceDeps): Route[] {
-  return [
+  const operations: Route[] = [
     ...healthRoutes({
       pool: deps.controlPool ?? deps.pool,
       isDraining: deps.isDraining ?? (() => false),
@@ -54,7 +54,6 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool)),
     ].map((route): Route => ({ ...route, data: true })),
     ...graphqlRoutes(deps.graphql),
-    ...openapiRoutes(),
-    ...appRoutes(),
   ];
+  return [...operations, ...openapiRoutes(operations), ...appRoutes()];
 }

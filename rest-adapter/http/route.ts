@@ -8,6 +8,7 @@
 // encoding (/welds/%ZZ) names nothing: 404.
 import { isUtf8 } from 'node:buffer';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import type { OperationDoc } from './operation.ts';
 import { HttpProblem, problems } from './problem.ts';
 import { authenticate, type Verifier } from './session.ts';
 
@@ -26,6 +27,8 @@ export interface Route {
   body?: true;
   /** true for the data paths: served at /x and, identically, at /api/x (spec section 4). */
   data?: true;
+  /** The operation's contract as the API document states it; pages (/docs, /app/) have none. */
+  doc?: OperationDoc;
 }
 
 /** Where the data paths are mounted (spec section 4: the bare paths are canonical). */

@@ -3,7 +3,7 @@
 // document (paths x methods), so a new operation is fuzzed without a line here.
 import { randomInt } from 'node:crypto';
 import * as fc from 'fast-check';
-import { openapiDocument } from '../../rest-adapter/openapi.ts';
+import { serviceDocument } from './service-document.ts';
 
 //------------------------------------------------------------------------------------------------
 // Settings
@@ -88,7 +88,7 @@ export interface Operation {
   pool: string;
 }
 
-export const doc = openapiDocument() as unknown as {
+export const doc = serviceDocument() as unknown as {
   paths: Record<string, Record<string, unknown>>;
   components: { schemas: Record<string, Schema> };
 };

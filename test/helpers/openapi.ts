@@ -3,11 +3,11 @@
 // JSON body is validated with Ajv (JSON Schema 2020-12, the dialect of OpenAPI 3.1).
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { openapiDocument } from '../../rest-adapter/openapi.ts';
+import { serviceDocument } from './service-document.ts';
 import type { HttpResponse } from './http.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
-const doc = openapiDocument() as unknown as {
+const doc = serviceDocument() as unknown as {
   paths: Record<
     string,
     Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>

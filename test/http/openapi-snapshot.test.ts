@@ -6,12 +6,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { openapiDocument } from '../../rest-adapter/openapi.ts';
+import { serviceDocument } from '../helpers/service-document.ts';
 
 const SNAPSHOT = path.join(import.meta.dirname, 'openapi.snapshot.json');
 
 test('the OpenAPI document is the snapshot, path by path and schema by schema', (t) => {
-  const document = JSON.parse(JSON.stringify(openapiDocument())) as {
+  const document = JSON.parse(JSON.stringify(serviceDocument())) as {
     paths: Record<string, unknown>;
     components: { schemas: Record<string, unknown> };
   };

@@ -3,21 +3,16 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import test from 'ava';
 import { addTenant } from '../../db/tenants.ts';
-import type pg from 'pg';
-import { openapiDocument } from '../../rest-adapter/openapi.ts';
-import type { EventNotifications } from '../../db/event-notifications.ts';
-import type { KeyRing } from '../../rest-adapter/http/auth/keys.ts';
-import type { Graphql } from '../../server/graphql.ts';
-import { serviceRoutes } from '../../server/routes.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request } from '../helpers/http.ts';
-import { startServer, TEST_WEBHOOK_SECRET_KEYS } from '../helpers/server.ts';
+import { startServer } from '../helpers/server.ts';
+import { inertServiceRoutes, serviceDocument } from '../helpers/service-document.ts';
 
 test('the document is valid OpenAPI 3.1 (standard validator)', async (t) => {
   const validator = new Validator();
   const result = await validator.validate(
-    JSON.parse(JSON.stringify(openapiDocument())) as Parameters<Validator['validate']>[0],
+    JSON.parse(JSON.stringify(serviceDocument())) as Parameters<Validator['validate']>[0],
   );
   t.true(result.valid, JSON.stringify(result.errors, null, 2));
   t.is(validator.version, '3.1');
@@ -85,17 +80,8 @@ test('served at /openapi.json and /api/openapi.json; bare paths canonical, /api 
 });
 
 test('every route the service mounts is a documented operation, and every operation a route', (t) => {
-  // Building the route list touches no database; the dependencies are never called here.
-  const routes = serviceRoutes({
-    pool: {} as pg.Pool,
-    ring: {} as KeyRing,
-    graphql: {} as Graphql,
-    auth: { accessTokenTtl: 600, refreshTokenTtl: 86_400 },
-    events: { notifications: {} as EventNotifications, streamsPerUser: 5 },
-    webhooks: { allowPrivate: false, timeoutMs: 1000, secretKeys: TEST_WEBHOOK_SECRET_KEYS },
-    imports: { maxBytes: 1024 },
-  });
-  const documented = openapiDocument().paths as Record<string, Record<string, unknown>>;
+  const routes = inertServiceRoutes();
+  const documented = serviceDocument().paths as Record<string, Record<string, unknown>>;
   const operation = (method: string, path: string) =>
     `${method} ${path.replace(/^\/api(?=\/)/, '').replace(/:([a-z]+)/g, '{$1}')}`;
   const served = new Set(
