@@ -28,6 +28,7 @@ import {
   sealSuccessor,
   tokenHash,
 } from './http/auth/refresh-tokens.ts';
+import { common, content, json, problem, ref } from './http/operation.ts';
 import { HttpProblem } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import {
@@ -139,6 +140,9 @@ export function throttledAddress(ip: string | undefined): string {
   return ip;
 }
 
+/** A login or refresh answer: a bearer client's tokens, or a cookie-mode session. */
+const SESSION_ANSWER = { anyOf: [ref('TokenResponse'), ref('CookieSessionResponse')] };
+
 export function authRoutes(deps: AuthDeps): Route[] {
   const { pool, ring } = deps;
   const call = <R extends pg.QueryResultRow>(req: Request, sql: string, params: unknown[]) =>
@@ -212,6 +216,28 @@ export function authRoutes(deps: AuthDeps): Route[] {
     {
       method: 'POST',
       path: '/auth/login',
+      doc: {
+        schemas: {
+          LoginBody: json(LoginBody, 'input'),
+          TokenResponse: json(TokenResponse),
+          CookieSessionResponse: json(CookieSessionResponse),
+        },
+        summary:
+          'Sign in: the svc_at, svc_rt, svc_csrf cookies, and the tokens in the body unless cookieOnly',
+        security: [],
+        requestBody: { required: true, ...content('LoginBody') },
+        responses: {
+          '200': {
+            description:
+              'signed in: both tokens in the body, or with cookieOnly, in the cookies only',
+            content: { 'application/json': { schema: SESSION_ANSWER } },
+          },
+          '401': problem('wrong user name or password'),
+          '422': problem('invalid body'),
+          '429': problem('throttled; see Retry-After'),
+          default: common.default,
+        },
+      },
       anonymous: true,
       body: true,
       handler: async (req, res) => {
@@ -251,6 +277,23 @@ export function authRoutes(deps: AuthDeps): Route[] {
     {
       method: 'POST',
       path: '/auth/refresh',
+      doc: {
+        schemas: { RefreshBody: json(RefreshBody, 'input') },
+        summary:
+          'Exchange a refresh token (body, or the svc_rt cookie with X-CSRF-Token) for new tokens',
+        security: [],
+        requestBody: { required: false, ...content('RefreshBody') },
+        responses: {
+          '200': {
+            description:
+              'new tokens (the refresh token rotates): in the body for a bearer refresh, in the cookies only for a cookie refresh',
+            content: { 'application/json': { schema: SESSION_ANSWER } },
+          },
+          '401': problem('unknown, used, expired or revoked refresh token'),
+          '403': problem('CSRF check failed (cookie mode)'),
+          default: common.default,
+        },
+      },
       anonymous: true,
       body: true,
       handler: async (req, res) => {
@@ -291,6 +334,16 @@ export function authRoutes(deps: AuthDeps): Route[] {
     {
       method: 'POST',
       path: '/auth/logout',
+      doc: {
+        summary: "Revoke the refresh token's session and clear the cookies",
+        security: [],
+        requestBody: { required: false, ...content('RefreshBody') },
+        responses: {
+          '204': { description: 'signed out' },
+          '403': problem('CSRF check failed (cookie mode)'),
+          default: common.default,
+        },
+      },
       anonymous: true,
       body: true,
       handler: async (req, res) => {
@@ -307,6 +360,11 @@ export function authRoutes(deps: AuthDeps): Route[] {
     {
       method: 'GET',
       path: '/auth/me',
+      doc: {
+        schemas: { User: json(UserJson) },
+        summary: 'The signed-in user',
+        responses: { '200': { description: 'the user', ...content('User') }, ...common },
+      },
       handler: async (req, res) => {
         const identity = req.identity!;
         const user = await userJson(req, identity.userId);
@@ -318,6 +376,11 @@ export function authRoutes(deps: AuthDeps): Route[] {
     {
       method: 'GET',
       path: '/auth/csrf',
+      doc: {
+        schemas: { CsrfResponse: json(CsrfResponse) },
+        summary: 'Issue or rotate the signed double-submit token (svc_csrf cookie)',
+        responses: { '200': { description: 'the token', ...content('CsrfResponse') }, ...common },
+      },
       handler: async (req, res) => {
         const token = csrfToken(await ring.csrfKey(req.tenant!.id), req.identity!.sessionId);
         setCsrfCookie(res, token, deps.refreshTokenTtl);
@@ -328,6 +391,21 @@ export function authRoutes(deps: AuthDeps): Route[] {
     {
       method: 'GET',
       path: '/.well-known/jwks.json',
+      doc: {
+        schemas: {
+          Jwks: {
+            type: 'object',
+            properties: { keys: { type: 'array', items: { type: 'object' } } },
+            required: ['keys'],
+          },
+        },
+        summary: "The tenant's public signing keys",
+        security: [],
+        responses: {
+          '200': { description: 'JWK set', ...content('Jwks', 'application/jwk-set+json') },
+          default: common.default,
+        },
+      },
       anonymous: true,
       handler: async (req, res) => {
         res.setHeader('Cache-Control', 'public, max-age=300');

@@ -28,14 +28,6 @@ import {
   ref,
 } from './http/operation.ts';
 import type { Route } from './http/route.ts';
-import {
-  CookieSessionResponse,
-  CsrfResponse,
-  LoginBody,
-  RefreshBody,
-  TokenResponse,
-  UserJson,
-} from './auth.ts';
 import type { Resource } from './resource.ts';
 import { RESOURCES } from './resources.ts';
 import {
@@ -92,8 +84,6 @@ import {
 
 const rootOnly = { servers: [{ url: '/' }] };
 const bearerOrCookie = [{ bearer: [] }, { cookie: [] }];
-/** A login or refresh answer: a bearer client's tokens, or a cookie-mode session. */
-const sessionAnswer = { anyOf: [ref('TokenResponse'), ref('CookieSessionResponse')] };
 
 /** A resource's schemas: the item, its page, and the bodies it accepts. */
 function resourceSchemas(r: Resource): Array<[string, unknown]> {
@@ -1080,18 +1070,6 @@ function buildDocument(routes: Route[]) {
     WebhookDeliveryPage: json(WebhookDeliveryPage),
     WebhookPausedData: json(WebhookPausedData),
     ExaminationHistoryPage: json(ExaminationHistoryPage),
-    LoginBody: json(LoginBody, 'input'),
-    RefreshBody: json(RefreshBody, 'input'),
-    TokenResponse: json(TokenResponse),
-    CookieSessionResponse: json(CookieSessionResponse),
-    User: json(UserJson),
-    CsrfResponse: json(CsrfResponse),
-    Health: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] },
-    Jwks: {
-      type: 'object',
-      properties: { keys: { type: 'array', items: { type: 'object' } } },
-      required: ['keys'],
-    },
     Problem: {
       type: 'object',
       description: PROBLEM_TYPES,
@@ -1235,16 +1213,6 @@ function buildDocument(routes: Route[]) {
         },
       ],
     },
-    GraphqlRequest: {
-      type: 'object',
-      properties: {
-        query: { type: 'string' },
-        variables: { type: 'object' },
-        operationName: { type: 'string' },
-      },
-      required: ['query'],
-    },
-    GraphqlResponse: { type: 'object', properties: { data: {}, errors: { type: 'array' } } },
   };
   for (const value of Object.values(schemas)) delete (value as { $schema?: string }).$schema;
 
@@ -1315,107 +1283,6 @@ function buildDocument(routes: Route[]) {
     security: bearerOrCookie,
     paths: {
       ...routePaths(routes),
-      '/health/live': {
-        ...rootOnly,
-        get: {
-          summary: 'The tenant of this origin is served',
-          security: [],
-          responses: {
-            '200': { description: 'healthy', ...content('Health') },
-            '503': problem('database unavailable'),
-            ...common,
-          },
-        },
-      },
-      '/health/ready': {
-        ...rootOnly,
-        get: {
-          summary: 'This instance can serve (any Host)',
-          security: [],
-          responses: {
-            '200': { description: 'ready', ...content('Health') },
-            '503': problem('not ready'),
-            default: common.default,
-          },
-        },
-      },
-      '/auth/login': {
-        ...rootOnly,
-        post: {
-          summary:
-            'Sign in: the svc_at, svc_rt, svc_csrf cookies, and the tokens in the body unless cookieOnly',
-          security: [],
-          requestBody: { required: true, ...content('LoginBody') },
-          responses: {
-            '200': {
-              description:
-                'signed in: both tokens in the body, or with cookieOnly, in the cookies only',
-              content: { 'application/json': { schema: sessionAnswer } },
-            },
-            '401': problem('wrong user name or password'),
-            '422': problem('invalid body'),
-            '429': problem('throttled; see Retry-After'),
-            default: common.default,
-          },
-        },
-      },
-      '/auth/refresh': {
-        ...rootOnly,
-        post: {
-          summary:
-            'Exchange a refresh token (body, or the svc_rt cookie with X-CSRF-Token) for new tokens',
-          security: [],
-          requestBody: { required: false, ...content('RefreshBody') },
-          responses: {
-            '200': {
-              description:
-                'new tokens (the refresh token rotates): in the body for a bearer refresh, in the cookies only for a cookie refresh',
-              content: { 'application/json': { schema: sessionAnswer } },
-            },
-            '401': problem('unknown, used, expired or revoked refresh token'),
-            '403': problem('CSRF check failed (cookie mode)'),
-            default: common.default,
-          },
-        },
-      },
-      '/auth/logout': {
-        ...rootOnly,
-        post: {
-          summary: "Revoke the refresh token's session and clear the cookies",
-          security: [],
-          requestBody: { required: false, ...content('RefreshBody') },
-          responses: {
-            '204': { description: 'signed out' },
-            '403': problem('CSRF check failed (cookie mode)'),
-            default: common.default,
-          },
-        },
-      },
-      '/auth/me': {
-        ...rootOnly,
-        get: {
-          summary: 'The signed-in user',
-          responses: { '200': { description: 'the user', ...content('User') }, ...common },
-        },
-      },
-      '/auth/csrf': {
-        ...rootOnly,
-        get: {
-          summary: 'Issue or rotate the signed double-submit token (svc_csrf cookie)',
-          responses: { '200': { description: 'the token', ...content('CsrfResponse') }, ...common },
-        },
-      },
-      '/.well-known/jwks.json': {
-        ...rootOnly,
-        get: {
-          summary: "The tenant's public signing keys",
-          security: [],
-          responses: {
-            '200': { description: 'JWK set', ...content('Jwks', 'application/jwk-set+json') },
-            default: common.default,
-          },
-        },
-      },
       ...Object.fromEntries(RESOURCES.flatMap(resourcePaths)),
       ...Object.fromEntries(
         HISTORIES.map((h) => [
@@ -1454,54 +1321,6 @@ function buildDocument(routes: Route[]) {
       ...codeRulePaths(),
       ...eventPaths(),
       ...importPaths(),
-      '/graphql': {
-        ...rootOnly,
-        post: {
-          summary: `GraphQL (PostGraphile) for analysts; depth <= 10, connections need first/last <= ${PAGE_SIZE.max}, and a cost budget`,
-          description:
-            'The same identity and row security as REST. Checked before a query runs: depth at most 10, ' +
-            `first/last from 1 to ${PAGE_SIZE.max} on every connection that returns rows, and a cost ` +
-            '(the values the response can hold: pages multiply, aliases count, totalCount and aggregates ' +
-            'weigh 50, computed columns their weight, filters the rows they look at) within ' +
-            'GRAPHQL_MAX_COST. A request runs on one connection in one transaction, under one ' +
-            'deadline for all its database work (GRAPHQL_DEADLINE_MS, 10 s; past it its fields ' +
-            'answer errors with `extensions.code` /problems/timeout); a user may have 2 requests in ' +
-            'flight (GRAPHQL_REQUESTS_PER_USER) and a tenant 4 (GRAPHQL_REQUESTS_PER_TENANT). ' +
-            'Database refusals come back as GraphQL errors whose `extensions.code` is the problem ' +
-            'type REST answers for the same refusal.',
-          requestBody: { required: true, ...content('GraphqlRequest') },
-          responses: {
-            '200': {
-              description: 'GraphQL response',
-              content: {
-                'application/graphql-response+json': { schema: ref('GraphqlResponse') },
-                'application/json': { schema: ref('GraphqlResponse') },
-              },
-            },
-            '400': {
-              description:
-                'a query over the limits (problem details: /problems/query-too-large for text length, depth or page size, /problems/query-too-costly over the cost budget, with `cost` and `budget`) or one GraphQL refuses to run (a GraphQL response carrying errors; application/json when the request has no JSON body or accepts only application/json)',
-              content: {
-                'application/problem+json': { schema: ref('Problem') },
-                'application/graphql-response+json': { schema: ref('GraphqlResponse') },
-                'application/json': { schema: ref('GraphqlResponse') },
-              },
-            },
-            '429': problem(
-              '/problems/too-many-graphql-requests: this user or tenant already has its most GraphQL requests in flight on this instance (`limit`, `scope`: user or tenant); Retry-After',
-            ),
-            ...common,
-            default: {
-              description: 'problem details, or a GraphQL response carrying errors',
-              content: {
-                'application/problem+json': { schema: ref('Problem') },
-                'application/graphql-response+json': { schema: ref('GraphqlResponse') },
-                'application/json': { schema: ref('GraphqlResponse') },
-              },
-            },
-          },
-        },
-      },
     },
   };
 }

@@ -25,6 +25,7 @@ import type { GraphQLSchema } from 'postgraphile/graphql';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { PostGraphileConnectionFilterPreset } from 'postgraphile-plugin-connection-filter';
 import { sessionSettings } from '../db/database.ts';
+import { PAGE_SIZE } from '../db/vocabulary.ts';
 import { defaultRequestsPerTenant, GRAPHQL_DEFAULTS } from './config.ts';
 import { checkGraphqlRequest, type GraphqlRequestBody } from './graphql-cost.ts';
 import { GraphqlRequests } from './graphql-request.ts';
@@ -35,6 +36,7 @@ import {
   type MaskError,
 } from './graphql-errors.ts';
 import { createLogger, type Logger } from '../rest-adapter/http/log.ts';
+import { common, content, problem, ref } from '../rest-adapter/http/operation.ts';
 import { HttpProblem } from '../rest-adapter/http/problem.ts';
 import type { Route } from '../rest-adapter/http/route.ts';
 import { callerContext } from '../rest-adapter/http/session.ts';
@@ -252,6 +254,63 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
     {
       method: 'POST',
       path: '/graphql',
+      doc: {
+        schemas: {
+          GraphqlRequest: {
+            type: 'object',
+            properties: {
+              query: { type: 'string' },
+              variables: { type: 'object' },
+              operationName: { type: 'string' },
+            },
+            required: ['query'],
+          },
+          GraphqlResponse: { type: 'object', properties: { data: {}, errors: { type: 'array' } } },
+        },
+        summary: `GraphQL (PostGraphile) for analysts; depth <= 10, connections need first/last <= ${PAGE_SIZE.max}, and a cost budget`,
+        description:
+          'The same identity and row security as REST. Checked before a query runs: depth at most 10, ' +
+          `first/last from 1 to ${PAGE_SIZE.max} on every connection that returns rows, and a cost ` +
+          '(the values the response can hold: pages multiply, aliases count, totalCount and aggregates ' +
+          'weigh 50, computed columns their weight, filters the rows they look at) within ' +
+          'GRAPHQL_MAX_COST. A request runs on one connection in one transaction, under one ' +
+          'deadline for all its database work (GRAPHQL_DEADLINE_MS, 10 s; past it its fields ' +
+          'answer errors with `extensions.code` /problems/timeout); a user may have 2 requests in ' +
+          'flight (GRAPHQL_REQUESTS_PER_USER) and a tenant 4 (GRAPHQL_REQUESTS_PER_TENANT). ' +
+          'Database refusals come back as GraphQL errors whose `extensions.code` is the problem ' +
+          'type REST answers for the same refusal.',
+        requestBody: { required: true, ...content('GraphqlRequest') },
+        responses: {
+          '200': {
+            description: 'GraphQL response',
+            content: {
+              'application/graphql-response+json': { schema: ref('GraphqlResponse') },
+              'application/json': { schema: ref('GraphqlResponse') },
+            },
+          },
+          '400': {
+            description:
+              'a query over the limits (problem details: /problems/query-too-large for text length, depth or page size, /problems/query-too-costly over the cost budget, with `cost` and `budget`) or one GraphQL refuses to run (a GraphQL response carrying errors; application/json when the request has no JSON body or accepts only application/json)',
+            content: {
+              'application/problem+json': { schema: ref('Problem') },
+              'application/graphql-response+json': { schema: ref('GraphqlResponse') },
+              'application/json': { schema: ref('GraphqlResponse') },
+            },
+          },
+          '429': problem(
+            '/problems/too-many-graphql-requests: this user or tenant already has its most GraphQL requests in flight on this instance (`limit`, `scope`: user or tenant); Retry-After',
+          ),
+          ...common,
+          default: {
+            description: 'problem details, or a GraphQL response carrying errors',
+            content: {
+              'application/problem+json': { schema: ref('Problem') },
+              'application/graphql-response+json': { schema: ref('GraphqlResponse') },
+              'application/json': { schema: ref('GraphqlResponse') },
+            },
+          },
+        },
+      },
       body: true,
       handler: async (req, res, next) => {
         const body = req.body as GraphqlRequestBody | undefined;

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { MIGRATIONS_DIR } from '../db/database.ts';
+import { common, content, problem } from '../rest-adapter/http/operation.ts';
 import { HttpProblem } from '../rest-adapter/http/problem.ts';
 import type { Route } from '../rest-adapter/http/route.ts';
 
@@ -30,6 +31,18 @@ export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean })
     {
       method: 'GET',
       path: '/health/live',
+      doc: {
+        schemas: {
+          Health: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] },
+        },
+        summary: 'The tenant of this origin is served',
+        security: [],
+        responses: {
+          '200': { description: 'healthy', ...content('Health') },
+          '503': problem('database unavailable'),
+          ...common,
+        },
+      },
       anonymous: true,
       handler: async (_req, res) => {
         await probe('select 1');
@@ -39,6 +52,15 @@ export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean })
     {
       method: 'GET',
       path: '/health/ready',
+      doc: {
+        summary: 'This instance can serve (any Host)',
+        security: [],
+        responses: {
+          '200': { description: 'ready', ...content('Health') },
+          '503': problem('not ready'),
+          default: common.default,
+        },
+      },
       tenant: false,
       anonymous: true,
       handler: async (_req, res) => {
