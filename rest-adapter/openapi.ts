@@ -1008,6 +1008,44 @@ function routePaths(routes: Route[]) {
   return paths;
 }
 
+/**
+ * One tag per resource, named by the path's first segment, so the reference page (/docs) groups
+ * each resource's operations; the paths that are not resources say what they group.
+ */
+const OTHER_TAGS: Record<string, { name: string; description: string }> = {
+  health: { name: 'Health', description: 'Is the service (and this tenant) served' },
+  auth: { name: 'Authentication', description: 'Sessions: login, refresh, logout, CSRF' },
+  '.well-known': { name: 'Authentication', description: '' },
+  'weld-transitions': { name: 'Welds', description: '' },
+  'examination-selections': {
+    name: 'Examination selections',
+    description: 'The welds the code rules select for examination (ASME B31.3 341.3.4, 344.1.3)',
+  },
+  events: { name: 'Events', description: 'The change feed, as pages or Server-Sent Events' },
+  webhooks: { name: 'Webhooks', description: 'Endpoints that receive the events, signed' },
+  imports: { name: 'Imports', description: 'The weld register (CSV) in; GET /welds as CSV out' },
+  graphql: { name: 'GraphQL', description: 'The same data for analysts' },
+};
+const capitalized = (text: string) => text[0]!.toUpperCase() + text.slice(1);
+const TAGS: Record<string, { name: string; description: string }> = {
+  ...Object.fromEntries(
+    RESOURCES.map((r) => [r.path, { name: capitalized(r.plural), description: r.description }]),
+  ),
+  ...OTHER_TAGS,
+};
+const tagOf = (template: string) => TAGS[template.split('/')[1]!]!.name;
+
+/** Every operation of `paths` tagged by its path, unless it names its tags itself. */
+function tagged(paths: Record<string, Record<string, unknown>>) {
+  for (const [template, item] of Object.entries(paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
+      const operation = item[method] as { tags?: string[] } | undefined;
+      if (operation && !operation.tags) item[method] = { tags: [tagOf(template)], ...operation };
+    }
+  }
+  return paths;
+}
+
 /** The component schemas the routes name; one name, one shape. */
 function routeSchemas(routes: Route[]) {
   const schemas: Record<string, unknown> = {};
@@ -1281,7 +1319,8 @@ function buildDocument(routes: Route[]) {
       },
     },
     security: bearerOrCookie,
-    paths: {
+    tags: Object.values(TAGS).filter((tag) => tag.description),
+    paths: tagged({
       ...routePaths(routes),
       ...Object.fromEntries(RESOURCES.flatMap(resourcePaths)),
       ...Object.fromEntries(
@@ -1321,7 +1360,7 @@ function buildDocument(routes: Route[]) {
       ...codeRulePaths(),
       ...eventPaths(),
       ...importPaths(),
-    },
+    }),
   };
 }
 
