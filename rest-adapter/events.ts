@@ -14,11 +14,13 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import type { EventNotifications } from '../db/event-notifications.ts';
-import { EVENT_PAGE_SIZE, EVENT_TYPES } from '../db/vocabulary.ts';
+import { EVENT_PAGE_SIZE, EVENT_RESOURCES, EVENT_TYPES } from '../db/vocabulary.ts';
+import { common, content, header, json, page, problem, queryParameters } from './http/operation.ts';
 import { HttpProblem, problems, zodIssues } from './http/problem.ts';
 import { authProblems } from './http/session.ts';
 import type { Route } from './http/route.ts';
 import { inDatabase } from './resource.ts';
+import { WebhookPausedData } from './webhooks.ts';
 
 //------------------------------------------------------------------------------------------------
 // Shapes
@@ -240,6 +242,22 @@ export interface EventOptions {
 const STREAM_PAGE = 100;
 const DRAIN_TIMEOUT_MS = 30_000;
 
+/** Where events come from, and how a reader follows them without missing one. */
+const EVENTS =
+  'Every committed change of a resource is one event, written in the same transaction as the change (an event ' +
+  'exists if and only if its change committed): <kind>.created, .updated, .deleted for ' +
+  `${EVENT_RESOURCES.join(', ')}; weld.status_changed (also for NDT results; change: from, to, reason, cause, ` +
+  'ndtRecordId); test_package.released (change: from, to); examination_selection.opened (drawn, counted or ' +
+  'progressive, with its state), .closed (an examination that meets it covers the weld), .reopened (a correction ' +
+  'took the weld off the last such examination); webhook.paused (data: {id, pausedAt, pausedReason, createdBy}, ' +
+  'the URL left out: an admin\u2019s endpoint paused because its author was deactivated or stopped being an ' +
+  'admin). Several changes of one ' +
+  'resource in one transaction are one event showing the final state. `data` is the resource as its GET shows it ' +
+  'after the change. Ids grow in commit order within a tenant, so a reader that passes the last id it has as ' +
+  '`after` never misses or repeats an event, even when transactions commit out of the order they began. Events ' +
+  'are kept EVENT_RETENTION_DAYS (30 by default); a cursor into purged events is 410 /problems/cursor-expired. ' +
+  'Who: every role (the events of your tenant only).';
+
 export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxReplay = options.maxReplay ?? 10_000;
@@ -280,6 +298,33 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
   const feed: Route = {
     method: 'GET',
     path: `/events`,
+    doc: {
+      summary: 'Read the change feed, oldest first (with `wait`: long-poll)',
+      description:
+        `${EVENTS} Pages hold up to ${EVENT_PAGE_SIZE.max} events and at most ${EVENT_PAGE_BYTES / 1024 / 1024} MiB of their JSON (at least one event); a page after which more follow at once (full, or cut by its size) has a Link rel=next. With wait > 0 and ` +
+        'no event after the cursor, the answer waits until one commits (it is sent at once then) or the seconds pass ' +
+        '(an empty page). A page with fewer events than `limit` (with types or subjectId: none at all) has as ' +
+        'nextCursor the newest event id at the time of the read, so a filtered reader moves past what it does not ' +
+        'want. A waiting long-poll counts toward EVENT_STREAMS_PER_USER, and ends with 401 if its session ends.',
+      parameters: queryParameters(EventQuery),
+      responses: {
+        '200': { ...page, ...content('EventPage') },
+        '410': problem('events after this cursor have been purged (/problems/cursor-expired)'),
+        '422': problem(
+          'a bad parameter (an unknown event type, a cursor that is no id), named in errors',
+        ),
+        '429': problem(
+          'a waiting long-poll over the streams and long-polls this user may hold (/problems/too-many-streams); Retry-After',
+        ),
+        ...common,
+      },
+      // A webhook.paused event's data is the paused endpoint without its URL.
+      schemas: {
+        Event: json(Event),
+        EventPage: json(EventPage),
+        WebhookPausedData: json(WebhookPausedData),
+      },
+    },
     handler: async (req, res) => {
       const parsed = EventQuery.safeParse(req.query);
       if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
@@ -314,6 +359,33 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
   const stream: Route = {
     method: 'GET',
     path: `/events/stream`,
+    doc: {
+      summary: 'Follow the change feed as Server-Sent Events',
+      description:
+        `${EVENTS} text/event-stream: \`retry: 3000\`, then per event \`id: <event id>\`, \`event: <type>\` and ` +
+        '`data: <the Event as JSON>`; a `: heartbeat` comment every 15 seconds of quiet. Reconnecting with ' +
+        'Last-Event-ID (EventSource does it by itself) resumes after that event without loss; without it (or ?after) ' +
+        'the stream starts at now. `event: resync` (data: {reason, after}) then the end of the stream tells a ' +
+        'client it fell too far behind (more than 10,000 events to replay, or a cursor into purged events): read ' +
+        'the resources again, then open a new stream without Last-Event-ID (close the EventSource first: it would reconnect). The stream ends when the access token it was opened with expires or ' +
+        'its session ends; reconnect with a fresh one. Cookie mode works (GET needs no CSRF token), so does ' +
+        'Authorization: Bearer.',
+      parameters: [
+        ...queryParameters(EventStreamQuery),
+        header('Last-Event-ID', 'resume after this event id (set by EventSource on reconnect)'),
+      ],
+      responses: {
+        '200': {
+          description: 'the stream',
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        },
+        '422': problem('a bad parameter or Last-Event-ID, named in errors'),
+        '429': problem(
+          'too many open streams and waiting long-polls for this user (/problems/too-many-streams); Retry-After',
+        ),
+        ...common,
+      },
+    },
     handler: async (req, res) => {
       const parsed = EventStreamQuery.safeParse(req.query);
       if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));

@@ -6,14 +6,7 @@
 // behaviour, for the data paths only (auth, health, GraphQL and the documents live at the root).
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import {
-  EVENT_PAGE_SIZE,
-  EVENT_RESOURCES,
-  EVENT_TYPES,
-  PAGE_SIZE,
-  WELD_STATUSES,
-  WELD_TYPES,
-} from '../db/vocabulary.ts';
+import { EVENT_TYPES, PAGE_SIZE, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import {
   common,
@@ -49,7 +42,6 @@ import {
   WithdrawBody,
   WpsChecks,
 } from './code-rules.ts';
-import { Event, EVENT_PAGE_BYTES, EventPage, EventQuery, EventStreamQuery } from './events.ts';
 import {
   ExaminationHistoryPage,
   HISTORIES,
@@ -67,20 +59,7 @@ import {
 } from './imports.ts';
 import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
 import { pageOf } from './pagination.ts';
-import {
-  DeliveryListQuery,
-  MAX_WEBHOOK_TESTS_PER_TENANT,
-  MAX_WEBHOOKS_PER_TENANT,
-  Webhook,
-  WebhookCreate,
-  WebhookDelivery,
-  WebhookDeliveryPage,
-  WebhookListQuery,
-  WebhookPage,
-  WebhookPatch,
-  WebhookPausedData,
-  WebhookWithSecret,
-} from './webhooks.ts';
+import { MAX_WEBHOOK_TESTS_PER_TENANT, MAX_WEBHOOKS_PER_TENANT } from './webhooks.ts';
 
 const rootOnly = { servers: [{ url: '/' }] };
 const bearerOrCookie = [{ bearer: [] }, { cookie: [] }];
@@ -583,215 +562,6 @@ function codeRulePaths(): Record<string, unknown> {
   };
 }
 
-/** Where events come from, and how a reader follows them without missing one. */
-const EVENTS =
-  'Every committed change of a resource is one event, written in the same transaction as the change (an event ' +
-  'exists if and only if its change committed): <kind>.created, .updated, .deleted for ' +
-  `${EVENT_RESOURCES.join(', ')}; weld.status_changed (also for NDT results; change: from, to, reason, cause, ` +
-  'ndtRecordId); test_package.released (change: from, to); examination_selection.opened (drawn, counted or ' +
-  'progressive, with its state), .closed (an examination that meets it covers the weld), .reopened (a correction ' +
-  'took the weld off the last such examination); webhook.paused (data: {id, pausedAt, pausedReason, createdBy}, ' +
-  'the URL left out: an admin\u2019s endpoint paused because its author was deactivated or stopped being an ' +
-  'admin). Several changes of one ' +
-  'resource in one transaction are one event showing the final state. `data` is the resource as its GET shows it ' +
-  'after the change. Ids grow in commit order within a tenant, so a reader that passes the last id it has as ' +
-  '`after` never misses or repeats an event, even when transactions commit out of the order they began. Events ' +
-  'are kept EVENT_RETENTION_DAYS (30 by default); a cursor into purged events is 410 /problems/cursor-expired. ' +
-  'Who: every role (the events of your tenant only).';
-
-/** The operations of events and webhooks (events.ts, webhooks.ts). */
-function eventPaths(): Record<string, unknown> {
-  const admin = ' Who: admin.';
-  const webhookProblems = {
-    '403': problem('your role may not manage webhooks (admins only), or the CSRF check failed'),
-    '422': problem(
-      'a bad field, named in errors (the url: http or https, no credentials, no special-use name such as localhost or *.local, and an address in it must be globally routable: no range of the IANA special-purpose registries and none of the service\u2019s own addresses)',
-    ),
-  };
-  const webhookId = { ...idParam, description: 'the webhook' };
-  return {
-    '/events': {
-      get: {
-        summary: 'Read the change feed, oldest first (with `wait`: long-poll)',
-        description:
-          `${EVENTS} Pages hold up to ${EVENT_PAGE_SIZE.max} events and at most ${EVENT_PAGE_BYTES / 1024 / 1024} MiB of their JSON (at least one event); a page after which more follow at once (full, or cut by its size) has a Link rel=next. With wait > 0 and ` +
-          'no event after the cursor, the answer waits until one commits (it is sent at once then) or the seconds pass ' +
-          '(an empty page). A page with fewer events than `limit` (with types or subjectId: none at all) has as ' +
-          'nextCursor the newest event id at the time of the read, so a filtered reader moves past what it does not ' +
-          'want. A waiting long-poll counts toward EVENT_STREAMS_PER_USER, and ends with 401 if its session ends.',
-        parameters: queryParameters(EventQuery),
-        responses: {
-          '200': { ...page, ...content('EventPage') },
-          '410': problem('events after this cursor have been purged (/problems/cursor-expired)'),
-          '422': problem(
-            'a bad parameter (an unknown event type, a cursor that is no id), named in errors',
-          ),
-          '429': problem(
-            'a waiting long-poll over the streams and long-polls this user may hold (/problems/too-many-streams); Retry-After',
-          ),
-          ...common,
-        },
-      },
-    },
-    '/events/stream': {
-      get: {
-        summary: 'Follow the change feed as Server-Sent Events',
-        description:
-          `${EVENTS} text/event-stream: \`retry: 3000\`, then per event \`id: <event id>\`, \`event: <type>\` and ` +
-          '`data: <the Event as JSON>`; a `: heartbeat` comment every 15 seconds of quiet. Reconnecting with ' +
-          'Last-Event-ID (EventSource does it by itself) resumes after that event without loss; without it (or ?after) ' +
-          'the stream starts at now. `event: resync` (data: {reason, after}) then the end of the stream tells a ' +
-          'client it fell too far behind (more than 10,000 events to replay, or a cursor into purged events): read ' +
-          'the resources again, then open a new stream without Last-Event-ID (close the EventSource first: it would reconnect). The stream ends when the access token it was opened with expires or ' +
-          'its session ends; reconnect with a fresh one. Cookie mode works (GET needs no CSRF token), so does ' +
-          'Authorization: Bearer.',
-        parameters: [
-          ...queryParameters(EventStreamQuery),
-          header('Last-Event-ID', 'resume after this event id (set by EventSource on reconnect)'),
-        ],
-        responses: {
-          '200': {
-            description: 'the stream',
-            content: { 'text/event-stream': { schema: { type: 'string' } } },
-          },
-          '422': problem('a bad parameter or Last-Event-ID, named in errors'),
-          '429': problem(
-            'too many open streams and waiting long-polls for this user (/problems/too-many-streams); Retry-After',
-          ),
-          ...common,
-        },
-      },
-    },
-    '/webhooks': {
-      get: {
-        summary: 'List webhook endpoints',
-        description: `Keyset pages, as every list.${admin}`,
-        parameters: queryParameters(WebhookListQuery),
-        responses: {
-          '200': { ...page, ...content('WebhookPage') },
-          '403': webhookProblems['403'],
-          '422': problem('a bad parameter, named in errors'),
-          ...common,
-        },
-      },
-      post: {
-        summary: 'Register a webhook endpoint',
-        description:
-          'The service POSTs each event of the listed types (all when eventTypes is empty) to the url, signed the ' +
-          'Standard Webhooks way (see the `webhooks` section), in event order, at least once, starting with the events ' +
-          'after this moment. The answer holds the signing secret, the only time it is shown (no Idempotency-Key ' +
-          'here, so that it is never stored as a replay); the service keeps it only sealed (AES-256-GCM under ' +
-          `WEBHOOK_SECRET_KEY). At most ${MAX_WEBHOOKS_PER_TENANT} per tenant.${admin}`,
-        requestBody: { required: true, ...content('WebhookCreate') },
-        responses: {
-          '201': {
-            description: 'the endpoint, with its secret',
-            headers: {
-              ...itemHeaders,
-              Location: { schema: { type: 'string' }, description: 'its path' },
-            },
-            ...content('WebhookWithSecret'),
-          },
-          '409': problem(
-            `the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks (/problems/too-many-webhooks)`,
-          ),
-          ...webhookProblems,
-          ...common,
-        },
-      },
-    },
-    '/webhooks/{id}': {
-      get: {
-        summary: 'Read a webhook endpoint',
-        description:
-          'Without its secret. disabledReason says why the service disabled it: an endpoint failing for ' +
-          'WEBHOOK_GIVE_UP_HOURS (24) is disabled; PATCH active=true resumes it where it stopped. pausedAt and ' +
-          'pausedReason: it paused when its author (createdBy) was deactivated or stopped being an admin; it ' +
-          'receives nothing and its events wait (as long as EVENT_RETENTION_DAYS keeps them) until an admin ' +
-          'resumes it with PATCH active=true, becoming its author. An admin who changes its url or eventTypes, or ' +
-          `sets a new secret, becomes its author too.${admin}`,
-        parameters: [webhookId, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
-        responses: {
-          '200': { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') },
-          '304': { description: 'not modified' },
-          '403': webhookProblems['403'],
-          ...common,
-        },
-      },
-      patch: {
-        summary: 'Change a webhook endpoint',
-        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once; on a paused one it resumes it, from where it stopped, and makes you its author. A new url or eventTypes makes you its author too: it pauses when you are deactivated or demoted. 403 when you were deactivated or demoted meanwhile.${admin}`,
-        parameters: [webhookId, header('If-Match', 'the ETag you read; 412 if it changed since')],
-        requestBody: { required: true, ...content('WebhookPatch') },
-        responses: {
-          '200': { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') },
-          ...webhookProblems,
-          '412': problem('If-Match is stale; `version` is the current one'),
-          ...common,
-        },
-      },
-      delete: {
-        summary: 'Delete a webhook endpoint (and its delivery log)',
-        description: admin.trim(),
-        parameters: [webhookId, header('If-Match', 'the ETag you read; 412 if it changed since')],
-        responses: {
-          '204': { description: 'deleted' },
-          '403': webhookProblems['403'],
-          '412': problem('If-Match is stale'),
-          ...common,
-        },
-      },
-    },
-    '/webhooks/{id}/rotate-secret': {
-      post: {
-        summary: 'Replace the signing secret',
-        description: `A new secret, shown in this answer only; messages are signed with it from now on. You become the endpoint's author: it pauses when you are deactivated or demoted.${admin}`,
-        parameters: [webhookId],
-        responses: {
-          '200': {
-            description: 'the endpoint, with its new secret',
-            headers: itemHeaders,
-            ...content('WebhookWithSecret'),
-          },
-          '403': webhookProblems['403'],
-          ...common,
-        },
-      },
-    },
-    '/webhooks/{id}/test': {
-      post: {
-        summary: 'Send a test message (webhook.test) now',
-        description: `Sends one signed webhook.test message at once, whether it is active or disabled (a paused one is 409), and answers with the attempt (also in its deliveries): the receiver's HTTP status and how long it took, never its body. An attempt without an HTTP answer (an address the rules refuse, a name that does not resolve, a refused or reset connection, a timeout, a name lookup that outlasts it) is one outcome, answered when WEBHOOK_TIMEOUT_MS has passed, whatever happened sooner. A tenant may have ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on an instance.${admin}`,
-        parameters: [webhookId],
-        responses: {
-          '200': { description: 'the attempt and the answer', ...content('WebhookDelivery') },
-          '403': webhookProblems['403'],
-          '409': problem(
-            'the endpoint is paused (/problems/webhook-paused): it receives nothing until resumed',
-          ),
-          '429': problem(
-            `the tenant already has ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on this instance (/problems/too-many-webhook-tests); Retry-After`,
-          ),
-          ...common,
-        },
-      },
-    },
-    '/webhooks/{id}/deliveries': {
-      get: {
-        summary: "The endpoint's delivery attempts, newest first",
-        description: `Every attempt (retries too) with the status and the time it took, or the one outcome of an attempt without an answer; kept EVENT_RETENTION_DAYS. The receiver's body is neither kept nor shown.${admin}`,
-        parameters: [webhookId, ...queryParameters(DeliveryListQuery)],
-        responses: {
-          '200': { ...page, ...content('WebhookDeliveryPage') },
-          '403': webhookProblems['403'],
-          '422': problem('a bad parameter, named in errors'),
-          ...common,
-        },
-      },
-    },
-  };
-}
-
 /** The schema each event type's `data` has: the resource's, as its GET shows it. */
 const EVENT_DATA: Record<string, string> = {
   iso: 'Iso',
@@ -1081,8 +851,6 @@ function buildDocument(routes: Route[]) {
     TestPackageReadiness: json(TestPackageReadiness),
     ReadinessReason: json(TestPackageReadiness.shape.reasons.element),
     WeldHistoryPage: json(WeldHistoryPage),
-    Event: json(Event),
-    EventPage: json(EventPage),
     Import: json(ImportRecord),
     ImportPage: json(pageOf(ImportRecord)),
     ImportDryRun: json(DryRunAnswer),
@@ -1099,14 +867,6 @@ function buildDocument(routes: Route[]) {
         },
       ],
     },
-    Webhook: json(Webhook),
-    WebhookWithSecret: json(WebhookWithSecret),
-    WebhookPage: json(WebhookPage),
-    WebhookCreate: json(WebhookCreate, 'input'),
-    WebhookPatch: json(WebhookPatch, 'input'),
-    WebhookDelivery: json(WebhookDelivery),
-    WebhookDeliveryPage: json(WebhookDeliveryPage),
-    WebhookPausedData: json(WebhookPausedData),
     ExaminationHistoryPage: json(ExaminationHistoryPage),
     Problem: {
       type: 'object',
@@ -1358,7 +1118,6 @@ function buildDocument(routes: Route[]) {
         },
       },
       ...codeRulePaths(),
-      ...eventPaths(),
       ...importPaths(),
     }),
   };

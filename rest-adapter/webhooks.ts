@@ -32,6 +32,17 @@ import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { EVENT_TYPES } from '../db/vocabulary.ts';
 import { sealSecret, type StoredSecret, type WebhookSecretKeys } from '../db/webhook-secrets.ts';
+import {
+  common,
+  content,
+  header,
+  idParam,
+  itemHeaders,
+  json,
+  page,
+  problem,
+  queryParameters,
+} from './http/operation.ts';
 import { HttpProblem, problems, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
 import type { Route } from './http/route.ts';
@@ -230,6 +241,19 @@ async function readWebhook(db: pg.PoolClient, id: string) {
   return rows[0];
 }
 
+// The parts the operations' descriptions share.
+const admin = ' Who: admin.';
+const webhookId = { ...idParam, description: 'the webhook' };
+const ifMatch = header('If-Match', 'the ETag you read; 412 if it changed since');
+const forbidden = problem(
+  'your role may not manage webhooks (admins only), or the CSRF check failed',
+);
+const badField = problem(
+  'a bad field, named in errors (the url: http or https, no credentials, no special-use name such as localhost or *.local, and an address in it must be globally routable: no range of the IANA special-purpose registries and none of the service\u2019s own addresses)',
+);
+const badParameter = problem('a bad parameter, named in errors');
+const theEndpoint = { description: 'the endpoint', headers: itemHeaders, ...content('Webhook') };
+
 export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
   const base = '/webhooks';
   // Test messages in flight on this instance, by tenant.
@@ -296,6 +320,36 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
       method: 'POST',
       path: base,
       body: true,
+      doc: {
+        summary: 'Register a webhook endpoint',
+        description:
+          'The service POSTs each event of the listed types (all when eventTypes is empty) to the url, signed the ' +
+          'Standard Webhooks way (see the `webhooks` section), in event order, at least once, starting with the events ' +
+          'after this moment. The answer holds the signing secret, the only time it is shown (no Idempotency-Key ' +
+          'here, so that it is never stored as a replay); the service keeps it only sealed (AES-256-GCM under ' +
+          `WEBHOOK_SECRET_KEY). At most ${MAX_WEBHOOKS_PER_TENANT} per tenant.${admin}`,
+        requestBody: { required: true, ...content('WebhookCreate') },
+        responses: {
+          '201': {
+            description: 'the endpoint, with its secret',
+            headers: {
+              ...itemHeaders,
+              Location: { schema: { type: 'string' }, description: 'its path' },
+            },
+            ...content('WebhookWithSecret'),
+          },
+          '409': problem(
+            `the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks (/problems/too-many-webhooks)`,
+          ),
+          '403': forbidden,
+          '422': badField,
+          ...common,
+        },
+        schemas: {
+          WebhookCreate: json(WebhookCreate, 'input'),
+          WebhookWithSecret: json(WebhookWithSecret),
+        },
+      },
       handler: async (req, res) => {
         const body = parse(WebhookCreate, req.body, 'body');
         checkUrl(body.url, options);
@@ -345,6 +399,18 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
     {
       method: 'GET',
       path: base,
+      doc: {
+        summary: 'List webhook endpoints',
+        description: `Keyset pages, as every list.${admin}`,
+        parameters: queryParameters(WebhookListQuery),
+        responses: {
+          '200': { ...page, ...content('WebhookPage') },
+          '403': forbidden,
+          '422': badParameter,
+          ...common,
+        },
+        schemas: { WebhookPage: json(WebhookPage) },
+      },
       handler: async (req, res) => {
         const q = parse(WebhookListQuery, req.query, 'parameter');
         const { rows } = await inDatabase(pool, req, (db) =>
@@ -356,6 +422,24 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
     {
       method: 'GET',
       path: `${base}/:id`,
+      doc: {
+        summary: 'Read a webhook endpoint',
+        description:
+          'Without its secret. disabledReason says why the service disabled it: an endpoint failing for ' +
+          'WEBHOOK_GIVE_UP_HOURS (24) is disabled; PATCH active=true resumes it where it stopped. pausedAt and ' +
+          'pausedReason: it paused when its author (createdBy) was deactivated or stopped being an admin; it ' +
+          'receives nothing and its events wait (as long as EVENT_RETENTION_DAYS keeps them) until an admin ' +
+          'resumes it with PATCH active=true, becoming its author. An admin who changes its url or eventTypes, or ' +
+          `sets a new secret, becomes its author too.${admin}`,
+        parameters: [webhookId, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
+        responses: {
+          '200': theEndpoint,
+          '304': { description: 'not modified' },
+          '403': forbidden,
+          ...common,
+        },
+        schemas: { Webhook: json(Webhook) },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const item = await inDatabase(pool, req, (db) => readWebhook(db, id));
@@ -373,6 +457,20 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
       method: 'PATCH',
       path: `${base}/:id`,
       body: true,
+      doc: {
+        summary: 'Change a webhook endpoint',
+        description: `The fields given are set. active=true on a disabled endpoint clears its failure and retries at once; on a paused one it resumes it, from where it stopped, and makes you its author. A new url or eventTypes makes you its author too: it pauses when you are deactivated or demoted. 403 when you were deactivated or demoted meanwhile.${admin}`,
+        parameters: [webhookId, ifMatch],
+        requestBody: { required: true, ...content('WebhookPatch') },
+        responses: {
+          '200': theEndpoint,
+          '403': forbidden,
+          '422': badField,
+          '412': problem('If-Match is stale; `version` is the current one'),
+          ...common,
+        },
+        schemas: { WebhookPatch: json(WebhookPatch, 'input') },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const body = parse(WebhookPatch, req.body, 'body');
@@ -415,6 +513,17 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
     {
       method: 'DELETE',
       path: `${base}/:id`,
+      doc: {
+        summary: 'Delete a webhook endpoint (and its delivery log)',
+        description: admin.trim(),
+        parameters: [webhookId, ifMatch],
+        responses: {
+          '204': { description: 'deleted' },
+          '403': forbidden,
+          '412': problem('If-Match is stale'),
+          ...common,
+        },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const expected = expectedVersion(req);
@@ -431,6 +540,20 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
     {
       method: 'POST',
       path: `${base}/:id/rotate-secret`,
+      doc: {
+        summary: 'Replace the signing secret',
+        description: `A new secret, shown in this answer only; messages are signed with it from now on. You become the endpoint's author: it pauses when you are deactivated or demoted.${admin}`,
+        parameters: [webhookId],
+        responses: {
+          '200': {
+            description: 'the endpoint, with its new secret',
+            headers: itemHeaders,
+            ...content('WebhookWithSecret'),
+          },
+          '403': forbidden,
+          ...common,
+        },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const secret = newWebhookSecret();
@@ -460,6 +583,23 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
     {
       method: 'POST',
       path: `${base}/:id/test`,
+      doc: {
+        summary: 'Send a test message (webhook.test) now',
+        description: `Sends one signed webhook.test message at once, whether it is active or disabled (a paused one is 409), and answers with the attempt (also in its deliveries): the receiver's HTTP status and how long it took, never its body. An attempt without an HTTP answer (an address the rules refuse, a name that does not resolve, a refused or reset connection, a timeout, a name lookup that outlasts it) is one outcome, answered when WEBHOOK_TIMEOUT_MS has passed, whatever happened sooner. A tenant may have ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on an instance.${admin}`,
+        parameters: [webhookId],
+        responses: {
+          '200': { description: 'the attempt and the answer', ...content('WebhookDelivery') },
+          '403': forbidden,
+          '409': problem(
+            'the endpoint is paused (/problems/webhook-paused): it receives nothing until resumed',
+          ),
+          '429': problem(
+            `the tenant already has ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on this instance (/problems/too-many-webhook-tests); Retry-After`,
+          ),
+          ...common,
+        },
+        schemas: { WebhookDelivery: json(WebhookDelivery) },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const done = testsInFlight.take(req.tenant!.id, MAX_WEBHOOK_TESTS_PER_TENANT);
@@ -481,6 +621,18 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
     {
       method: 'GET',
       path: `${base}/:id/deliveries`,
+      doc: {
+        summary: "The endpoint's delivery attempts, newest first",
+        description: `Every attempt (retries too) with the status and the time it took, or the one outcome of an attempt without an answer; kept EVENT_RETENTION_DAYS. The receiver's body is neither kept nor shown.${admin}`,
+        parameters: [webhookId, ...queryParameters(DeliveryListQuery)],
+        responses: {
+          '200': { ...page, ...content('WebhookDeliveryPage') },
+          '403': forbidden,
+          '422': badParameter,
+          ...common,
+        },
+        schemas: { WebhookDeliveryPage: json(WebhookDeliveryPage) },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
         const q = parse(DeliveryListQuery, req.query, 'parameter');
