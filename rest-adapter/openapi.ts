@@ -6,7 +6,7 @@
 // behaviour, for the data paths only (auth, health, GraphQL and the documents live at the root).
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { EVENT_TYPES, PAGE_SIZE, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
+import { PAGE_SIZE, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import {
   common,
@@ -59,7 +59,11 @@ import {
 } from './imports.ts';
 import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
 import { pageOf } from './pagination.ts';
-import { MAX_WEBHOOK_TESTS_PER_TENANT, MAX_WEBHOOKS_PER_TENANT } from './webhooks.ts';
+import {
+  MAX_WEBHOOK_TESTS_PER_TENANT,
+  MAX_WEBHOOKS_PER_TENANT,
+  webhookMessages,
+} from './webhooks.ts';
 
 const rootOnly = { servers: [{ url: '/' }] };
 const bearerOrCookie = [{ bearer: [] }, { cookie: [] }];
@@ -562,101 +566,6 @@ function codeRulePaths(): Record<string, unknown> {
   };
 }
 
-/** The schema each event type's `data` has: the resource's, as its GET shows it. */
-const EVENT_DATA: Record<string, string> = {
-  iso: 'Iso',
-  weld: 'Weld',
-  welder: 'Welder',
-  pqr: 'Pqr',
-  wps: 'Wps',
-  welder_qualification: 'WelderQualification',
-  ndt_record: 'NdtRecord',
-  inspection: 'Inspection',
-  test_package: 'TestPackage',
-  examination_selection: 'ExaminationSelection',
-  webhook: 'WebhookPausedData',
-};
-
-/** OpenAPI 3.1 `webhooks`: the message the service POSTs for each event type, and a test. */
-function eventWebhooks(): Record<string, unknown> {
-  const signed = [
-    header(
-      'webhook-id',
-      'the message id: the event id (the same on every retry: deduplicate by it), or ping_<uuid>',
-    ),
-    header(
-      'webhook-timestamp',
-      'seconds since the epoch when this attempt was sent; refuse old ones (replays)',
-    ),
-    header(
-      'webhook-signature',
-      'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_>',
-    ),
-  ].map((h) => ({ ...h, required: true }));
-  const responses = {
-    '2XX': { description: 'delivered: the next event follows' },
-    default: {
-      description:
-        'not delivered: retried with the same webhook-id after 5 s, then doubling up to an hour between tries (WEBHOOK_RETRY_BASE_MS); after WEBHOOK_GIVE_UP_HOURS (24) of failures the endpoint is disabled with the reason. Later events wait: each endpoint receives its events in order. Redirects are not followed; no answer within WEBHOOK_TIMEOUT_MS (10 s) is a failure. Only the status is read: the body of the answer is not.',
-    },
-  };
-  const message = (type: string, data: unknown) => ({
-    post: {
-      summary: type,
-      description: `Sent for each ${type} event to the endpoints that listen for it. The body is the Event as GET /events gives it.`,
-      parameters: signed,
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': {
-            schema: {
-              allOf: [
-                ref('Event'),
-                { type: 'object', properties: { type: { const: type }, data } },
-              ],
-            },
-          },
-        },
-      },
-      responses,
-    },
-  });
-  return {
-    ...Object.fromEntries(
-      EVENT_TYPES.map((type) => [type, message(type, ref(EVENT_DATA[type.split('.')[0]!]!))]),
-    ),
-    'webhook.test': {
-      post: {
-        summary: 'webhook.test',
-        description:
-          'Sent by POST /webhooks/{id}/test: {id: "ping_<uuid>", type: "webhook.test", occurredAt, data: {webhookId}}.',
-        parameters: signed,
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                properties: {
-                  id: { type: 'string' },
-                  type: { const: 'webhook.test' },
-                  occurredAt: { type: 'string', format: 'date-time' },
-                  data: {
-                    type: 'object',
-                    properties: { webhookId: { type: 'string', format: 'uuid' } },
-                  },
-                },
-                required: ['id', 'type', 'occurredAt', 'data'],
-              },
-            },
-          },
-        },
-        responses,
-      },
-    },
-  };
-}
-
 const REGISTER_COLUMNS_TEXT =
   'Columns, in any order (unknown ones are refused): isoNumber and weldNumber (required: the key ' +
   'welds are upserted by), lineNumber (required when the ISO is new: it is created; an existing ' +
@@ -1060,7 +969,7 @@ function buildDocument(routes: Route[]) {
         'canonical; every data path is also served under /api with identical behaviour.',
     },
     // What the service POSTs to registered endpoints (OpenAPI 3.1): one message per event type.
-    webhooks: eventWebhooks(),
+    webhooks: webhookMessages(),
     servers: [
       { url: '/', description: 'canonical' },
       { url: '/api', description: 'the same data paths under /api (identical behaviour)' },

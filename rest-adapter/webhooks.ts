@@ -42,6 +42,7 @@ import {
   page,
   problem,
   queryParameters,
+  ref,
 } from './http/operation.ts';
 import { HttpProblem, problems, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
@@ -651,4 +652,88 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
       },
     },
   ];
+}
+
+/** The schema each event type's `data` has: the resource's, as its GET shows it. */
+const EVENT_DATA: Record<string, string> = {
+  iso: 'Iso',
+  weld: 'Weld',
+  welder: 'Welder',
+  pqr: 'Pqr',
+  wps: 'Wps',
+  welder_qualification: 'WelderQualification',
+  ndt_record: 'NdtRecord',
+  inspection: 'Inspection',
+  test_package: 'TestPackage',
+  examination_selection: 'ExaminationSelection',
+  webhook: 'WebhookPausedData',
+};
+
+/**
+ * OpenAPI 3.1 `webhooks`: what the service POSTs to registered endpoints (server/webhook-worker.ts
+ * each event of their types, POST /webhooks/{id}/test a webhook.test message), signed as
+ * signedDelivery signs it.
+ */
+export function webhookMessages(): Record<string, unknown> {
+  const signed = [
+    header(
+      'webhook-id',
+      'the message id: the event id (the same on every retry: deduplicate by it), or ping_<uuid>',
+    ),
+    header(
+      'webhook-timestamp',
+      'seconds since the epoch when this attempt was sent; refuse old ones (replays)',
+    ),
+    header(
+      'webhook-signature',
+      'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_>',
+    ),
+  ].map((h) => ({ ...h, required: true }));
+  const responses = {
+    '2XX': { description: 'delivered: the next event follows' },
+    default: {
+      description:
+        'not delivered: retried with the same webhook-id after 5 s, then doubling up to an hour between tries (WEBHOOK_RETRY_BASE_MS); after WEBHOOK_GIVE_UP_HOURS (24) of failures the endpoint is disabled with the reason. Later events wait: each endpoint receives its events in order. Redirects are not followed; no answer within WEBHOOK_TIMEOUT_MS (10 s) is a failure. Only the status is read: the body of the answer is not.',
+    },
+  };
+  const message = (type: string, description: string, schema: unknown) => ({
+    post: {
+      summary: type,
+      description,
+      parameters: signed,
+      requestBody: { required: true, content: { 'application/json': { schema } } },
+      responses,
+    },
+  });
+  const event = (type: string) =>
+    message(
+      type,
+      `Sent for each ${type} event to the endpoints that listen for it. The body is the Event as GET /events gives it.`,
+      {
+        allOf: [
+          ref('Event'),
+          {
+            type: 'object',
+            properties: { type: { const: type }, data: ref(EVENT_DATA[type.split('.')[0]!]!) },
+          },
+        ],
+      },
+    );
+  return {
+    ...Object.fromEntries(EVENT_TYPES.map((type) => [type, event(type)])),
+    'webhook.test': message(
+      'webhook.test',
+      'Sent by POST /webhooks/{id}/test: {id: "ping_<uuid>", type: "webhook.test", occurredAt, data: {webhookId}}.',
+      {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          type: { const: 'webhook.test' },
+          occurredAt: { type: 'string', format: 'date-time' },
+          data: { type: 'object', properties: { webhookId: { type: 'string', format: 'uuid' } } },
+        },
+        required: ['id', 'type', 'occurredAt', 'data'],
+      },
+    ),
+  };
 }
