@@ -1,18 +1,6 @@
 // Webhook endpoints, managed by admins (the grants of migration 000010 say so: other roles get
-// 403), and delivered by the worker of server/webhook-worker.ts:
-//
-//   POST   /webhooks                    register {url, eventTypes?, description?, active?}; the
-//                                       answer carries the signing secret, the only time it is shown
-//   GET    /webhooks, /webhooks/{id}    the endpoints (keyset pages), one endpoint (ETag)
-//   PATCH  /webhooks/{id}               change url, eventTypes, description, active (If-Match);
-//                                       active=true clears a disabled endpoint's failure, and
-//                                       resumes a paused one (its author was deactivated)
-//   DELETE /webhooks/{id}               204
-//   POST   /webhooks/{id}/rotate-secret a new secret, shown once; the old one stops at once
-//   POST   /webhooks/{id}/test          sends a webhook.test message now and answers with the attempt
-//                                       (its status and time; never the receiver's body); two of
-//                                       a tenant's at once on an instance, one more is 429
-//   GET    /webhooks/{id}/deliveries    every attempt with its answer, newest first
+// 403), and delivered by the worker of server/webhook-worker.ts. Each route carries its operation
+// (doc); webhookMessages, at the end, is what the service POSTs to the endpoints.
 //
 // An endpoint's author (createdBy) is the admin who last chose where it points or knows its
 // secret: registering it, changing its url or eventTypes, setting a new secret or resuming it
