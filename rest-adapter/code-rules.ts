@@ -39,6 +39,20 @@ import {
   WELD_CHECK_CODES,
   WELDING_PROCESSES,
 } from '../db/vocabulary.ts';
+import {
+  common,
+  content,
+  header,
+  idempotencyKey,
+  idParam,
+  itemHeaders,
+  json,
+  page,
+  problem,
+  queryParameters,
+  replayedHeader,
+  type Schemas,
+} from './http/operation.ts';
 import { problems, zodIssues } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
@@ -72,10 +86,43 @@ interface ContinuityRow {
 /** The largest seed: the largest integer JSON numbers carry exactly (2^53 - 1). */
 export const MAX_SEED = Number.MAX_SAFE_INTEGER;
 
+/** The 422 of an operation that checks its query. */
+const badParameter = { '422': problem('a bad or unknown parameter, named in errors') };
+/** The answers of a read of what the rules compute, the answer being the schema `name`. */
+const computedAnswers = (name: string) => ({
+  '200': { description: 'the answer, computed now', ...content(name) },
+  ...badParameter,
+  ...common,
+});
+
+/** The lots, the candidates and the percent, as the draw and the ISO's examination use them. */
+const LOTS =
+  'A lot (B31.3 344.1.3) is the welds of one line that one examination extent covers: one method at one percent ' +
+  "(the tenant's default, tenant_settings.examination_lot = 'line'), or of one welder too ('line_welder', stricter). " +
+  "Its candidates are its welds already welded (weldedOn set), not VOIDED, of a type the rule of their ISO's fluid " +
+  "service covers for the method. The tenant's rules (weld_public.examination_rules, by default from B31.3): normal " +
+  '5 % RT of BW, MW, TW and 5 % VT of every weld; category_d 100 % VT; category_m 20 % RT of BW, MW, TW, LW, BR and ' +
+  '100 % VT; severe_cyclic 100 % RT of BW, MW, TW, BR (a BR not radiographed may have MT or PT instead), 100 % MT or ' +
+  "PT of SW and 100 % VT; high_pressure 100 % RT of BW, MW, TW, BR and 100 % VT. For RT an ISO's rtPercent applies " +
+  'when greater. RT and UT meet each other (341.4.1(b)(1)) unless tenant_settings.volumetric_interchangeable is off; ' +
+  'a visual inspection meets VT. A lot requires ceil(percent x candidates / 100) examined, and at least one weld of ' +
+  'each welder in it (every weld at 100 %); selections of every tier count.';
+
+/** How selections of each tier come to be, as the list and the draw describe them. */
+const TIERS =
+  'Examinations count, and progressive examination is automatic (B31.3 341.3.4): an NDT record (POST /ndt-records, or a ' +
+  'correction) or a visual inspection that covers a weld of original work in a lot whose method it meets counts it ' +
+  '(tier examined), and when it rejects a weld with a selection it meets, SQL selects in the same transaction, from the same ' +
+  'lot and of the same welder: for a random or examined selection two more welds as tier 1; for a tier 1 two more as tier 2; ' +
+  'for a tier 2 every remaining weld of that welder as full (a selection causes this once; a weld already repaired causes ' +
+  'nothing: a repair owes a re-examination instead, B31.3 341.3.3). Tiers 1 and 2 take welds neither selected for the method ' +
+  'nor examined by it. Each names the selection (causeSelectionId) and the record (causeNdtRecordId or causeInspectionId) ' +
+  'that caused it, and carries the seed of its cause.';
+
 //------------------------------------------------------------------------------------------------
 // Examination selections
 
-export const ExaminationSelection = z
+const ExaminationSelection = z
   .object({
     id: z.uuid(),
     weldId: z.uuid(),
@@ -132,9 +179,9 @@ export const ExaminationSelection = z
     'A weld selected for examination by one NDT method; a weld is selected once per method.',
   );
 
-export const ExaminationSelectionPage = pageOf(ExaminationSelection);
+const ExaminationSelectionPage = pageOf(ExaminationSelection);
 
-export const ExaminationSelectionQuery = z.strictObject({
+const ExaminationSelectionQuery = z.strictObject({
   limit: limitParam,
   cursor: cursorParam.optional().describe('nextCursor of the previous page'),
   state: z.enum(SELECTION_STATES).optional(),
@@ -146,7 +193,7 @@ export const ExaminationSelectionQuery = z.strictObject({
   lineNumber: z.string().min(1).max(100).optional().describe('selections of welds on this line'),
 });
 
-export const DrawBody = z.strictObject({
+const DrawBody = z.strictObject({
   method: z.enum(NDT_METHODS).describe('the NDT method the sample is for (RT, ...)'),
   lineNumber: z
     .string()
@@ -169,7 +216,7 @@ export const DrawBody = z.strictObject({
     ),
 });
 
-export const DrawResult = z.object({
+const DrawResult = z.object({
   method: z.enum(NDT_METHODS),
   seed: z.number().int().min(0).max(MAX_SEED).describe('the seed used (given, or drawn)'),
   selections: z
@@ -250,7 +297,7 @@ function checkScope(body: z.infer<typeof DrawBody>): void {
 // What the rules compute: an ISO's examination, a welder's qualifications, a weld's and a WPS's
 // checks, a test package's readiness
 
-export const IsoExamination = z.object({
+const IsoExamination = z.object({
   isoId: z.uuid(),
   lineNumber: z.string(),
   lotDefinition: z
@@ -294,13 +341,13 @@ export const IsoExamination = z.object({
   ),
 });
 
-export const QualificationStatusQuery = z.strictObject({
+const QualificationStatusQuery = z.strictObject({
   on: calendarDate
     .optional()
     .describe("the date to judge on, YYYY-MM-DD (default: today's date in UTC)"),
 });
 
-export const WelderQualificationStatus = z.object({
+const WelderQualificationStatus = z.object({
   welderId: z.uuid(),
   on: calendarDate.describe('the date judged on'),
   qualifications: z.array(
@@ -335,7 +382,7 @@ export const WelderQualificationStatus = z.object({
   ),
 });
 
-export const WeldCheck = z.object({
+const WeldCheck = z.object({
   code: z
     .enum(WELD_CHECK_CODES)
     .describe(
@@ -344,19 +391,19 @@ export const WeldCheck = z.object({
   detail: z.string().describe('what exactly, in words'),
 });
 
-export const WeldChecks = z.object({
+const WeldChecks = z.object({
   weldId: z.uuid(),
   ok: z.boolean().describe('no checks fail'),
   checks: z.array(WeldCheck),
 });
 
-export const WpsChecks = z.object({
+const WpsChecks = z.object({
   wpsId: z.uuid(),
   ok: z.boolean().describe('its PQRs qualify it: it may be approved'),
   checks: z.array(WeldCheck),
 });
 
-export const ReadinessReason = z.object({
+const ReadinessReason = z.object({
   code: z
     .enum(READINESS_CODES)
     .describe(
@@ -367,7 +414,7 @@ export const ReadinessReason = z.object({
   detail: z.string(),
 });
 
-export const TestPackageReadiness = z.object({
+const TestPackageReadiness = z.object({
   testPackageId: z.uuid(),
   state: z.enum(TEST_PACKAGE_STATES),
   ready: z.boolean().describe('no reasons: it may be released (and, released, tested and closed)'),
@@ -386,12 +433,28 @@ interface Computed {
   /** The statement's values after the id, from the parsed query. */
   values?: (query: Record<string, unknown>) => unknown[];
   sql: string;
+  summary: string;
+  description: string;
+  /** The answer's component schema, by name; `schemas`, any other it introduces. */
+  answer: [name: string, schema: z.ZodType];
+  schemas?: Schemas;
 }
+
+/** The query of a read that takes no parameters: any is 422. */
+const noQuery = z.strictObject({});
 
 const COMPUTED: Computed[] = [
   {
     path: 'isos/:id/examination',
     noun: 'ISO',
+    summary: "What the ISO's lots require, per method",
+    description:
+      `${LOTS} One entry per method the ISO requires or has selections for, in method order, over the lots its welds ` +
+      'belong to (with their welds on other ISOs of the line): welds (candidates), required, selected (any tier), ' +
+      'examined (selections done), shortfall (per lot what is missing, or the welders not represented if more: ' +
+      'summed, what a draw would add), progressiveOpen (open selections of tiers 1, 2 and full) and ' +
+      'weldersNotCovered (welders of a lot with no selection in it).',
+    answer: ['IsoExamination', IsoExamination],
     sql: `
       select json_build_object(
         'isoId', r.id, 'lineNumber', r.line_number,
@@ -410,6 +473,20 @@ const COMPUTED: Computed[] = [
   {
     path: 'welders/:id/qualification-status',
     noun: 'welder',
+    summary: "The welder's qualifications on a date, per process (ASME IX QW-322)",
+    description:
+      'Each qualification of the welder, one entry per process it covers (by qualifiedOn, then id, then process), with ' +
+      'its state on `on` (default: today in UTC), in this order: not_yet_valid before qualifiedOn; revoked on and ' +
+      'after revokedOn (QW-322.1(b)); expired after expiresOn; lapsed after continuityUntil; else valid. Continuity ' +
+      "(QW-322.1(a)) is per process: the uses are qualifiedOn, lastContinuityOn, the welder's documented uses of the " +
+      "process (GET /welders/{id}/continuity) and the dates the welder's welds were welded with a WPS of the process; " +
+      "it lapses at the first use followed by no use within the tenant's continuity months (6 by default, " +
+      'tenant_settings.continuity_months), plus those months (qualified 2026-01-10 and not used since: valid on ' +
+      '2026-07-10, lapsed on 2026-07-11); uses after a lapse do not revive it (the welder requalifies: a new ' +
+      'qualification, renewsQualificationId naming the old). A GTAW+SMAW qualification used only with GTAW lapses ' +
+      'for SMAW alone. `reasons` says why in sentences, and what it covers (groove or fillet, diameters, thickness, ' +
+      "positions: stated, or derived from its test coupon or its PQR's test by the tenant's QW-452 range rules).",
+    answer: ['WelderQualificationStatus', WelderQualificationStatus],
     query: QualificationStatusQuery,
     // Today in UTC, said explicitly, so the answer does not depend on the session's time zone.
     values: (q) => [q.on ?? new Date().toISOString().slice(0, 10)],
@@ -432,6 +509,23 @@ const COMPUTED: Computed[] = [
   {
     path: 'welds/:id/checks',
     noun: 'weld',
+    summary: 'What the code rules find wrong with a weld',
+    description:
+      'ok is true when no check fails. DATA_MISSING: one per missing welder, WPS, date welded, P-number of either base ' +
+      'metal or of the WPS, and for a groove weld its wall thickness or a size that is no standard NPS (its outside ' +
+      'diameter is unknown: missing data is never a pass). WPS_NOT_APPROVED: the WPS is a draft (superseded counts as ' +
+      "approved). WPS_RANGE: a groove weld's outside diameter (from the NPS size, ASME B36.10) or wall thickness is " +
+      'outside the WPS ranges (no groove range applies to socket and fillet welds). WPS_PNUMBER: its base metals are ' +
+      'not the joint its WPS covers (QW-403.11). WPS_RANGE_UNSUPPORTED: its WPS is not qualified by its PQRs (as GET ' +
+      '/wps/{id}/checks). WELDER_NOT_QUALIFIED: for a process of the WPS, no qualification of the welder in force that ' +
+      'day for that process (not revoked, not expired, not lapsed for it) covers the weld: a groove one within its ' +
+      'diameters and thickness, or any fillet weld; a fillet one fillet welds only. The detail names at most three ' +
+      'qualifications per process. REEXAMINATION_OPEN: a repair of the weld owes a new examination by a method that ' +
+      'rejected it, dated on or after the re-weld (B31.3 341.3.3). Sorted by code, then detail. Where the tenant ' +
+      "refuses welds that fail them (tenant_settings.weld_checks = 'refuse'), a write that leaves a weld with a check " +
+      'other than DATA_MISSING and REEXAMINATION_OPEN is 422 /problems/weld-checks-failed.',
+    answer: ['WeldChecks', WeldChecks],
+    schemas: { WeldCheck: json(WeldCheck) },
     // The checks are computed once; `ok` is whether there are none.
     sql: `
       select json_build_object('weldId', r.id, 'ok', c.list is null,
@@ -446,6 +540,20 @@ const COMPUTED: Computed[] = [
   {
     path: 'test-packages/:id/readiness',
     noun: 'test package',
+    summary: 'Why a test package may not be released yet',
+    description:
+      'ready is true when there is no reason. The welds judged are its welds and the welds of its ISOs, VOIDED ones ' +
+      'left out. NO_WELDS; WELD_NOT_ACCEPTED (weldId); EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer ' +
+      'selections than it requires for a method, or a welder of it is not represented; POST ' +
+      '/examination-selections/draw fills it); EXAMINATION_OPEN (weldId: an open random or examined selection of a ' +
+      'package weld); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of a package weld, ' +
+      'wherever that weld is); and each failing check of GET /welds/{id}/checks of a package weld (weldId and isoId), ' +
+      'REEXAMINATION_OPEN among them. Moving the package from open to released, released to tested or tested to ' +
+      'closed (PATCH /test-packages/{id}, or GraphQL) while it has reasons is 409 /problems/package-not-ready with the ' +
+      'first 100 reasons and `reasonCount`. While it is released, tested or closed, a change of an ISO, WPS, PQR or ' +
+      'qualification that would leave it not ready is 409 /problems/package-released.',
+    answer: ['TestPackageReadiness', TestPackageReadiness],
+    schemas: { ReadinessReason: json(ReadinessReason) },
     // The reasons are computed once; `ready` is whether there are none. Ids a reason does not
     // name are left out, as in the 409 of a refused release.
     sql: `
@@ -463,6 +571,17 @@ const COMPUTED: Computed[] = [
   {
     path: 'wps/:id/checks',
     noun: 'WPS',
+    summary: 'What keeps a WPS from being qualified by its PQRs',
+    description:
+      'ok is true when none: it may be approved. WPS_RANGE_UNSUPPORTED, one per aspect: no PQR backs it (ASME IX ' +
+      'QW-200.2); a process of it none of its PQRs qualifies (QW-200.4: a combination may be backed by several); its ' +
+      'thickness range (thicknessMinIn to thicknessMaxIn, null meaning no limit) is not within what its PQRs support ' +
+      "(QW-451.1 from each coupon's T: under 1/16 in. T to 2T; 1/16 to 3/8 in. 1/16 in. to 2T; over 3/8 in. 3/16 in. " +
+      "to 2T; 1 1/2 in. and over 3/16 in. to 8 in.; the tenant's weld_public.procedure_thickness_rules); its P-number " +
+      "joint is not one of its PQRs' nor one they qualify by QW-424.1 (weld_public.p_number_rules). DATA_MISSING: it " +
+      'records no P-numbers. An approved WPS stays qualified: approving one that is not, or a change that leaves an ' +
+      'approved one unqualified (its ranges, P-numbers, PQRs, or a PQR of it) is 409 /problems/wps-not-qualified.',
+    answer: ['WpsChecks', WpsChecks],
     sql: `
       select json_build_object('wpsId', r.id, 'ok', c.list is null,
                                'checks', coalesce(c.list, '[]'::json)) as answer
@@ -478,7 +597,7 @@ const COMPUTED: Computed[] = [
 //------------------------------------------------------------------------------------------------
 // A welder's continuity log (ASME IX QW-322.1(a))
 
-export const ContinuityUse = z
+const ContinuityUse = z
   .object({
     usedOn: calendarDate,
     process: z.enum(WELDING_PROCESSES),
@@ -494,7 +613,7 @@ export const ContinuityUse = z
   })
   .describe('One use of a welding process by a welder: each extends its qualifications for it.');
 
-export const ContinuityPage = pageOf(ContinuityUse);
+const ContinuityPage = pageOf(ContinuityUse);
 
 /** The log's order and cursor key: newest first, then the entry's own key. */
 const CONTINUITY_KEY = `c.source || '/' || c.process || '/' || coalesce(c.weld_id, c.continuity_id)`;
@@ -516,13 +635,13 @@ const continuityCursor = textCursorParam.pipe(
     }),
 );
 
-export const ContinuityQuery = z.strictObject({
+const ContinuityQuery = z.strictObject({
   limit: limitParam,
   cursor: continuityCursor.optional().describe('nextCursor of the previous page'),
   process: z.enum(WELDING_PROCESSES).optional(),
 });
 
-export const ContinuityBody = z.strictObject({
+const ContinuityBody = z.strictObject({
   usedOn: calendarDate.describe('the day the welder used the process'),
   process: z.enum(WELDING_PROCESSES),
   reference: z
@@ -536,7 +655,7 @@ export const ContinuityBody = z.strictObject({
 //------------------------------------------------------------------------------------------------
 // Withdrawing a released test package
 
-export const WithdrawBody = z.strictObject({
+const WithdrawBody = z.strictObject({
   // Judged by the database (as a transition rule's reason is), so a missing, empty or blank reason
   // is one answer: 422 /problems/reason-required, after the role check.
   reason: z
@@ -558,6 +677,38 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
       method: 'POST',
       path: `/examination-selections/draw`,
       body: true,
+      doc: {
+        summary: 'Draw the random examination sample of a line or an ISO for one method',
+        description:
+          'Exactly one of lineNumber (every lot with a weld on the line) and isoId (every lot with a weld on the ISO). ' +
+          `${LOTS} The draw first counts what each of those lots already examined (tier examined; a rejected one draws ` +
+          'its tier 1), then takes one weld of each welder not yet represented, then tops the lot up to its required ' +
+          'number, taking the candidates not yet selected for the method in the order of md5(seed, weld id): the same ' +
+          'seed on the same welds selects the same welds. A weld is selected at most once per method, so drawing again ' +
+          'adds only what is missing, and nothing (an empty `selections`) when no lot is short. Without a seed the service draws one ' +
+          '(0 to 2^53 - 1); the answer always says which. Who: inspector, engineer, admin. With an Idempotency-Key, a ' +
+          'retry of the same request within 24 hours answers the first answer again (Idempotent-Replayed: true) without ' +
+          `drawing. ${TIERS}`,
+        parameters: [idempotencyKey],
+        requestBody: { required: true, ...content('ExaminationDraw') },
+        responses: {
+          '200': {
+            description: 'the method, the seed used and the selections this draw made',
+            headers: replayedHeader,
+            ...content('ExaminationDrawResult'),
+          },
+          '403': problem('your role may not draw (a viewer), or the CSRF check failed'),
+          ...common,
+          '404': problem('Unknown tenant (origin), or no such ISO, or no ISO on that line'),
+          '422': problem(
+            'a bad field (an unknown method, a seed out of range, neither or both of lineNumber and isoId), named in errors; or the Idempotency-Key was used for another request',
+          ),
+        },
+        schemas: {
+          ExaminationDraw: json(DrawBody, 'input'),
+          ExaminationDrawResult: json(DrawResult),
+        },
+      },
       handler: async (req, res) => {
         const key = idempotencyKeyOf(req);
         const body = DrawBody.parse(req.body ?? {});
@@ -600,6 +751,22 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
     {
       method: 'GET',
       path: `/examination-selections`,
+      doc: {
+        summary: 'List examination selections, oldest first',
+        description:
+          'The welds selected for examination, by draws (tier random), by examinations (examined) and by rejections (tiers ' +
+          '1, 2, full), in the order they became visible (commit order: a reader holding a cursor misses none that ' +
+          'committed later). A selection is open until an examination that meets it covers the weld, dated on or after ' +
+          'the weld was welded, whatever its result, and then done, naming it (the earliest) as ndtRecordId or ' +
+          `inspectionId. Filters combine with "and". ${TIERS}`,
+        parameters: queryParameters(ExaminationSelectionQuery),
+        responses: {
+          '200': { ...page, ...content('ExaminationSelectionPage') },
+          ...badParameter,
+          ...common,
+        },
+        schemas: { ExaminationSelectionPage: json(ExaminationSelectionPage) },
+      },
       handler: async (req, res) => {
         const parsed = ExaminationSelectionQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
@@ -617,6 +784,13 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
     {
       method: 'GET',
       path: `/examination-selections/:id`,
+      doc: {
+        summary: 'Read an examination selection',
+        description: 'One selection, as the list gives it.',
+        parameters: [idParam],
+        responses: computedAnswers('ExaminationSelection'),
+        schemas: { ExaminationSelection: json(ExaminationSelection) },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'examination selection');
         const { rows } = await withContext(pool, callerContext(req), (db) =>
@@ -630,6 +804,17 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
     {
       method: 'GET',
       path: `/welders/:id/continuity`,
+      doc: {
+        summary: "The welder's continuity log (ASME IX QW-322.1(a)), newest first",
+        description:
+          'Every use of a welding process by the welder: each weld on record that is welded and not VOIDED, once ' +
+          'per process of its WPS (source weld), and each documented use (source document). Each use extends the ' +
+          "welder's qualifications for that process by the tenant's continuity months; a use after a lapse revives " +
+          'nothing. Pages newest first (usedOn, then the entry); filter by process.',
+        parameters: [idParam, ...queryParameters(ContinuityQuery)],
+        responses: { '200': { ...page, ...content('ContinuityPage') }, ...badParameter, ...common },
+        schemas: { ContinuityPage: json(ContinuityPage) },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'welder');
         const parsed = ContinuityQuery.safeParse(req.query);
@@ -671,6 +856,27 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
       method: 'POST',
       path: `/welders/:id/continuity`,
       body: true,
+      doc: {
+        summary: 'Record a documented use of a process by the welder',
+        description:
+          'A use the service cannot see in its welds (a shop log, another project): the day, the process, and the ' +
+          'document that shows it. The log is append-only: a wrong entry is answered by another fact, not erased. ' +
+          'Who: inspector, engineer, admin; recordedBy is the signed-in user.',
+        parameters: [idParam],
+        requestBody: { required: true, ...content('ContinuityBody') },
+        responses: {
+          '201': { description: 'the use, as the log lists it', ...content('ContinuityUse') },
+          '403': problem('your role may not record it (a viewer), or the CSRF check failed'),
+          '422': problem(
+            'a bad field (a date outside 1900-01-01 to 2200-12-31, an unknown process), named in errors',
+          ),
+          ...common,
+        },
+        schemas: {
+          ContinuityBody: json(ContinuityBody, 'input'),
+          ContinuityUse: json(ContinuityUse),
+        },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'welder');
         const body = ContinuityBody.parse(req.body ?? {});
@@ -698,6 +904,33 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
       method: 'POST',
       path: `/test-packages/:id/withdraw`,
       body: true,
+      doc: {
+        summary: 'Withdraw a released test package to open, with a reason',
+        description:
+          'The only way back from released to open (PATCH with state open is 409 /problems/state-conflict): the ' +
+          "reason is kept in the package's state history (GET /test-packages/{id}/history). While released, what its " +
+          'readiness was judged on is held (a change that would leave it not ready is 409 /problems/package-released); ' +
+          'withdrawn, its welds, ISOs, WPSs and qualifications may change again, and releasing it judges it again. ' +
+          'Who: engineer, admin.',
+        parameters: [
+          idParam,
+          header('If-Match', 'the ETag you read; 412 if the package changed since'),
+        ],
+        requestBody: { required: true, ...content('WithdrawBody') },
+        responses: {
+          '200': {
+            description: 'the package, open',
+            headers: itemHeaders,
+            ...content('TestPackage'),
+          },
+          '403': problem('your role may not withdraw it, or the CSRF check failed'),
+          '409': problem('the package is not released (/problems/state-conflict)'),
+          '412': problem('If-Match is stale'),
+          '422': problem('no reason, or one longer than 2000 characters'),
+          ...common,
+        },
+        schemas: { WithdrawBody: json(WithdrawBody, 'input') },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'test package');
         const body = WithdrawBody.parse(req.body ?? {});
@@ -715,22 +948,28 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
         sendItemJson(res, rows[0]!);
       },
     },
-    ...COMPUTED.map((computed): Route => ({
-      method: 'GET',
-      path: `/${computed.path}`,
-      handler: async (req, res) => {
-        const id = pathId(req, computed.noun);
-        const query = computed.query ?? z.strictObject({});
-        const parsed = query.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const values = [id, ...(computed.values?.(parsed.data) ?? [])];
-        const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<{ answer: unknown }>(prepared(computed.sql, values)),
-        );
-        if (!rows[0]) throw problems.notFound(`No such ${computed.noun}.`);
-        res.setHeader('Cache-Control', 'private, no-cache');
-        res.json(rows[0].answer);
-      },
-    })),
+    ...COMPUTED.map(
+      ({ path, noun, query = noQuery, values, sql, answer: [name, schema], ...doc }): Route => ({
+        method: 'GET',
+        path: `/${path}`,
+        doc: {
+          ...doc,
+          parameters: [idParam, ...queryParameters(query)],
+          responses: computedAnswers(name),
+          schemas: { [name]: json(schema), ...doc.schemas },
+        },
+        handler: async (req, res) => {
+          const id = pathId(req, noun);
+          const parsed = query.safeParse(req.query);
+          if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+          const { rows } = await withContext(pool, callerContext(req), (db) =>
+            db.query<{ answer: unknown }>(prepared(sql, [id, ...(values?.(parsed.data) ?? [])])),
+          );
+          if (!rows[0]) throw problems.notFound(`No such ${noun}.`);
+          res.setHeader('Cache-Control', 'private, no-cache');
+          res.json(rows[0].answer);
+        },
+      }),
+    ),
   ];
 }
