@@ -25,12 +25,23 @@ import type { Request } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
+import { WELD_TYPES } from '../db/vocabulary.ts';
 import { runImport } from '../db/weld-register.ts';
+import {
+  common,
+  content,
+  idParam,
+  json,
+  page,
+  problem,
+  queryParameters,
+  ref,
+} from './http/operation.ts';
 import { databaseProblem, HttpProblem, problems, restNaming, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
-import { encodeCursor, cursorParam, limitParam, sendPage } from './pagination.ts';
+import { encodeCursor, cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
 import { booleanParam, inDatabase, pathId } from './resource.ts';
 
 /**
@@ -45,7 +56,7 @@ export interface ImportOptions {
   maxBytes: number;
 }
 
-export const ImportRecord = z
+const ImportRecord = z
   .object({
     id: z.uuid(),
     kind: z.literal('welds'),
@@ -61,7 +72,7 @@ export const ImportRecord = z
   })
   .describe('An import that wrote: who, when, which file, what it did.');
 
-export const DryRunAnswer = z.object({
+const DryRunAnswer = z.object({
   dryRun: z.literal(true),
   rows: z.number().int(),
   created: z.number().int(),
@@ -70,20 +81,45 @@ export const DryRunAnswer = z.object({
   isosCreated: z.number().int(),
 });
 
-export const ImportError = z.object({
+const ImportError = z.object({
   line: z.number().int().describe('the line of the file the row starts on (the header is line 1)'),
   column: z.string().nullable().describe('the column, when one is at fault'),
   value: z.string().nullable().describe('the value given (first 200 characters)'),
   detail: z.string(),
 });
 
-export const importQuery = z.strictObject({
+const importQuery = z.strictObject({
   dryRun: booleanParam.optional().describe('true: validate and count, write nothing'),
 });
 
-export const importListQuery = z.strictObject({
+const importListQuery = z.strictObject({
   limit: limitParam,
   cursor: cursorParam.optional(),
+});
+
+/** The register's columns, as the import reads them. */
+const REGISTER_COLUMNS_TEXT =
+  'Columns, in any order (unknown ones are refused): isoNumber and weldNumber (required: the key ' +
+  'welds are upserted by), lineNumber (required when the ISO is new: it is created; an existing ' +
+  `ISO's line is never changed), type (${WELD_TYPES.join(', ')}), size (NPS, inches), schedule, ` +
+  'wallThickness (inches), material, welderStamp, wpsNumber and wpsRevision (the revision may be ' +
+  'left out when the WPS has one), weldedOn (YYYY-MM-DD, 1900-01-01 to 2200-12-31, not after an ' +
+  'examination of the weld), baseMetal1PNumber and baseMetal2PNumber (ASME IX P-numbers: 1, 5A, ' +
+  '8). status and repairCycle, which the export adds, are accepted and ignored: the lifecycle owns ' +
+  'them. version, which it adds too, is checked: a weld the file changes must still be at that ' +
+  'version (else an error on its line: it changed since the export); an empty cell skips the check. ' +
+  'A column the file lacks ' +
+  "leaves existing welds' values as they are; an empty cell clears an optional value. Type and size " +
+  'are required for a new weld. Values are trimmed; type, schedule and P-numbers are case-insensitive.';
+
+/** A refused file (its errors by line), or another problem. */
+const importProblem = (description: string) => ({
+  description,
+  content: {
+    'application/problem+json': {
+      schema: { anyOf: [ref('ImportInvalidProblem'), ref('Problem')] },
+    },
+  },
 });
 
 /** How many imports a tenant has in flight on the service of `pool` (for tests and metrics). */
@@ -98,6 +134,78 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
     {
       method: 'POST',
       path: `/imports/welds`,
+      doc: {
+        summary: 'Import a weld register (CSV): all rows or none',
+        description:
+          'Who: engineer and up. The body is the CSV file itself (Content-Type: text/csv, UTF-8 with or ' +
+          'without a BOM; comma or semicolon, detected from the header; RFC 4180 quoting, so a field may ' +
+          'hold the delimiter, quotes and line breaks; in a semicolon file numbers may use a decimal comma). ' +
+          `${REGISTER_COLUMNS_TEXT} Blank rows are skipped.\n\n` +
+          'Every row is checked before anything is written: a bad value, an unknown welder stamp or WPS, ' +
+          'the same weld twice in the file, a weld of a test package that is not open, and, where the ' +
+          'tenant refuses welds failing the code checks, those failures. Any error and nothing is written: ' +
+          '422 /problems/import-invalid names each by line. Otherwise ISOs are created, welds created and ' +
+          'updated in one transaction, each changed weld is one event (weld.created, weld.updated; ' +
+          'iso.created per new ISO), and the import is recorded (GET /imports). A weld the file gives as ' +
+          'it is counts as unchanged and is not written. dryRun=true checks and counts and writes nothing. ' +
+          'The body may be up to IMPORT_MAX_BYTES (default 50 MB).\n\n' +
+          'No lost update: imports of a tenant take turns from their check to their commit, and the ' +
+          'write changes only welds still at the version it checked; one changed in between (a PATCH ' +
+          'meanwhile) is 409 /problems/import-conflict naming its line, and nothing is written.',
+        parameters: queryParameters(importQuery),
+        requestBody: {
+          required: true,
+          content: {
+            'text/csv': {
+              schema: { type: 'string' },
+              example:
+                'isoNumber,lineNumber,weldNumber,type,size,schedule,wallThickness,material,welderStamp,wpsNumber,wpsRevision,weldedOn\n' +
+                'ISO-100-01,6"-P-100-A1,W001,BW,6,40,0.28,A106-B,W004,WPS-201,0,2026-03-02\n',
+            },
+          },
+        },
+        responses: {
+          '201': {
+            description: 'imported; the record of the import',
+            headers: { Location: { schema: { type: 'string' }, description: 'GET it here' } },
+            ...content('Import'),
+          },
+          '200': {
+            description: 'dryRun=true: what the import would do',
+            ...content('ImportDryRun'),
+          },
+          '403': problem('below engineer (/problems/role-not-allowed), or the CSRF check failed'),
+          '409': importProblem(
+            'welds of the file changed between its check and its write (/problems/import-conflict, naming their lines), or another request changed the same ISOs or packages meanwhile (/problems/conflict, /problems/concurrent-change, /problems/state-conflict); nothing was written',
+          ),
+          '413': problem('the file is larger than IMPORT_MAX_BYTES'),
+          '415': problem('the body is not text/csv in UTF-8'),
+          '429': problem(
+            `/problems/too-many-imports: the tenant already has ${IMPORTS_PER_TENANT} imports (dry runs too) in progress on this instance; Retry-After`,
+          ),
+          '422': importProblem(
+            'the file has errors (/problems/import-invalid, naming each line), or a bad parameter (/problems/validation-failed)',
+          ),
+          ...common,
+        },
+        schemas: {
+          Import: json(ImportRecord),
+          ImportDryRun: json(DryRunAnswer),
+          ImportInvalidProblem: {
+            allOf: [
+              ref('Problem'),
+              {
+                type: 'object',
+                properties: {
+                  errors: { type: 'array', items: json(ImportError) },
+                  errorCount: { type: 'integer' },
+                },
+                required: ['errors', 'errorCount'],
+              },
+            ],
+          },
+        },
+      },
       handler: async (req, res) => {
         const query = importQuery.safeParse(req.query);
         if (!query.success) throw problems.validation(zodIssues(query.error, 'parameter'));
@@ -162,6 +270,17 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
     {
       method: 'GET',
       path: `/imports`,
+      doc: {
+        summary: 'The imports that wrote, newest first',
+        description: 'Who: every role. Dry runs and refused files leave no record.',
+        parameters: queryParameters(importListQuery),
+        responses: {
+          '200': { ...page, ...content('ImportPage') },
+          '422': problem('a bad parameter, named in errors'),
+          ...common,
+        },
+        schemas: { ImportPage: json(pageOf(ImportRecord)) },
+      },
       handler: async (req, res) => {
         const parsed = importListQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
@@ -192,6 +311,11 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
     {
       method: 'GET',
       path: `/imports/:id`,
+      doc: {
+        summary: 'One import',
+        parameters: [idParam],
+        responses: { '200': { description: 'the import', ...content('Import') }, ...common },
+      },
       handler: async (req, res) => {
         const id = pathId(req, 'import');
         const { rows } = await inDatabase(pool, req, (db) =>

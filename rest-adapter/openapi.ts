@@ -6,7 +6,7 @@
 // behaviour, for the data paths only (auth, health, GraphQL and the documents live at the root).
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { PAGE_SIZE, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
+import { PAGE_SIZE, WELD_STATUSES } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import {
   common,
@@ -30,16 +30,8 @@ import {
   TestPackageHistoryPage,
   WeldHistoryPage,
 } from './history.ts';
-import {
-  DryRunAnswer,
-  ImportError,
-  importListQuery,
-  importQuery,
-  ImportRecord,
-  IMPORTS_PER_TENANT,
-} from './imports.ts';
+import { IMPORTS_PER_TENANT } from './imports.ts';
 import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
-import { pageOf } from './pagination.ts';
 import {
   MAX_WEBHOOK_TESTS_PER_TENANT,
   MAX_WEBHOOKS_PER_TENANT,
@@ -308,114 +300,6 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 | /problems/schema-behind | 503 | readiness: the database lacks a migration this build needs |
 | /problems/shutting-down | 503 | readiness: the instance is stopping |`;
 
-const REGISTER_COLUMNS_TEXT =
-  'Columns, in any order (unknown ones are refused): isoNumber and weldNumber (required: the key ' +
-  'welds are upserted by), lineNumber (required when the ISO is new: it is created; an existing ' +
-  `ISO's line is never changed), type (${WELD_TYPES.join(', ')}), size (NPS, inches), schedule, ` +
-  'wallThickness (inches), material, welderStamp, wpsNumber and wpsRevision (the revision may be ' +
-  'left out when the WPS has one), weldedOn (YYYY-MM-DD, 1900-01-01 to 2200-12-31, not after an ' +
-  'examination of the weld), baseMetal1PNumber and baseMetal2PNumber (ASME IX P-numbers: 1, 5A, ' +
-  '8). status and repairCycle, which the export adds, are accepted and ignored: the lifecycle owns ' +
-  'them. version, which it adds too, is checked: a weld the file changes must still be at that ' +
-  'version (else an error on its line: it changed since the export); an empty cell skips the check. ' +
-  'A column the file lacks ' +
-  "leaves existing welds' values as they are; an empty cell clears an optional value. Type and size " +
-  'are required for a new weld. Values are trimmed; type, schedule and P-numbers are case-insensitive.';
-
-/** The weld register import (imports.ts); the export is GET /welds as text/csv. */
-function importPaths(): Record<string, unknown> {
-  return {
-    '/imports/welds': {
-      post: {
-        summary: 'Import a weld register (CSV): all rows or none',
-        description:
-          'Who: engineer and up. The body is the CSV file itself (Content-Type: text/csv, UTF-8 with or ' +
-          'without a BOM; comma or semicolon, detected from the header; RFC 4180 quoting, so a field may ' +
-          'hold the delimiter, quotes and line breaks; in a semicolon file numbers may use a decimal comma). ' +
-          `${REGISTER_COLUMNS_TEXT} Blank rows are skipped.\n\n` +
-          'Every row is checked before anything is written: a bad value, an unknown welder stamp or WPS, ' +
-          'the same weld twice in the file, a weld of a test package that is not open, and, where the ' +
-          'tenant refuses welds failing the code checks, those failures. Any error and nothing is written: ' +
-          '422 /problems/import-invalid names each by line. Otherwise ISOs are created, welds created and ' +
-          'updated in one transaction, each changed weld is one event (weld.created, weld.updated; ' +
-          'iso.created per new ISO), and the import is recorded (GET /imports). A weld the file gives as ' +
-          'it is counts as unchanged and is not written. dryRun=true checks and counts and writes nothing. ' +
-          'The body may be up to IMPORT_MAX_BYTES (default 50 MB).\n\n' +
-          'No lost update: imports of a tenant take turns from their check to their commit, and the ' +
-          'write changes only welds still at the version it checked; one changed in between (a PATCH ' +
-          'meanwhile) is 409 /problems/import-conflict naming its line, and nothing is written.',
-        parameters: queryParameters(importQuery),
-        requestBody: {
-          required: true,
-          content: {
-            'text/csv': {
-              schema: { type: 'string' },
-              example:
-                'isoNumber,lineNumber,weldNumber,type,size,schedule,wallThickness,material,welderStamp,wpsNumber,wpsRevision,weldedOn\n' +
-                'ISO-100-01,6"-P-100-A1,W001,BW,6,40,0.28,A106-B,W004,WPS-201,0,2026-03-02\n',
-            },
-          },
-        },
-        responses: {
-          '201': {
-            description: 'imported; the record of the import',
-            headers: { Location: { schema: { type: 'string' }, description: 'GET it here' } },
-            ...content('Import'),
-          },
-          '200': {
-            description: 'dryRun=true: what the import would do',
-            ...content('ImportDryRun'),
-          },
-          '403': problem('below engineer (/problems/role-not-allowed), or the CSRF check failed'),
-          '409': {
-            description:
-              'welds of the file changed between its check and its write (/problems/import-conflict, naming their lines), or another request changed the same ISOs or packages meanwhile (/problems/conflict, /problems/concurrent-change, /problems/state-conflict); nothing was written',
-            content: {
-              'application/problem+json': {
-                schema: { anyOf: [ref('ImportInvalidProblem'), ref('Problem')] },
-              },
-            },
-          },
-          '413': problem('the file is larger than IMPORT_MAX_BYTES'),
-          '415': problem('the body is not text/csv in UTF-8'),
-          '429': problem(
-            `/problems/too-many-imports: the tenant already has ${IMPORTS_PER_TENANT} imports (dry runs too) in progress on this instance; Retry-After`,
-          ),
-          '422': {
-            description:
-              'the file has errors (/problems/import-invalid, naming each line), or a bad parameter (/problems/validation-failed)',
-            content: {
-              'application/problem+json': {
-                schema: { anyOf: [ref('ImportInvalidProblem'), ref('Problem')] },
-              },
-            },
-          },
-          ...common,
-        },
-      },
-    },
-    '/imports': {
-      get: {
-        summary: 'The imports that wrote, newest first',
-        description: 'Who: every role. Dry runs and refused files leave no record.',
-        parameters: queryParameters(importListQuery),
-        responses: {
-          '200': { ...page, ...content('ImportPage') },
-          '422': problem('a bad parameter, named in errors'),
-          ...common,
-        },
-      },
-    },
-    '/imports/{id}': {
-      get: {
-        summary: 'One import',
-        parameters: [idParam],
-        responses: { '200': { description: 'the import', ...content('Import') }, ...common },
-      },
-    },
-  };
-}
-
 /** The paths of the routes that describe themselves (Route.doc), in route order. */
 function routePaths(routes: Route[]) {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -487,22 +371,6 @@ function buildDocument(routes: Route[]) {
     IsoWeldCountsList: json(IsoWeldCountsList),
     TestPackageHistoryPage: json(TestPackageHistoryPage),
     WeldHistoryPage: json(WeldHistoryPage),
-    Import: json(ImportRecord),
-    ImportPage: json(pageOf(ImportRecord)),
-    ImportDryRun: json(DryRunAnswer),
-    ImportInvalidProblem: {
-      allOf: [
-        ref('Problem'),
-        {
-          type: 'object',
-          properties: {
-            errors: { type: 'array', items: json(ImportError) },
-            errorCount: { type: 'integer' },
-          },
-          required: ['errors', 'errorCount'],
-        },
-      ],
-    },
     ExaminationHistoryPage: json(ExaminationHistoryPage),
     Problem: {
       type: 'object',
@@ -753,7 +621,6 @@ function buildDocument(routes: Route[]) {
           },
         },
       },
-      ...importPaths(),
     }),
   };
 }
