@@ -1,19 +1,9 @@
 // The code rules of migration 000009 over REST (issue F7). The rules themselves live in SQL (the
 // examination rules, the range rules, the tenant's settings and the functions that read them);
-// these routes run those functions as the caller and shape their answers:
-//
-//   POST /examination-selections/draw          draw the random examination sample of a line or
-//                                              an ISO for one method (inspector and above)
-//   GET  /examination-selections               the selections, keyset pages by (selectedAt, id)
-//   GET  /examination-selections/{id}          one selection
-//   GET  /isos/{id}/examination                what the ISO's lots require, per method
-//   GET  /welders/{id}/qualification-status    the welder's qualifications on a date, per process
-//   GET  /welders/{id}/continuity              the welder's uses of each process (QW-322.1(a))
-//   POST /welders/{id}/continuity              a documented use (inspector and above)
-//   GET  /welds/{id}/checks                    what is wrong with a weld (data, WPS, welder, repair)
-//   GET  /wps/{id}/checks                      what keeps a WPS from being qualified by its PQRs
-//   GET  /test-packages/{id}/readiness         why a test package may not be released yet
-//   POST /test-packages/{id}/withdraw          a released package back to open, with a reason
+// these routes run those functions as the caller and shape their answers. Each route states its
+// contract in its doc: the examination selections and their draw, a welder's continuity log, a
+// test package's withdrawal, and what the rules compute of an ISO, a welder, a weld, a WPS and a
+// test package (COMPUTED).
 //
 // Counted and progressive selections are made by SQL inside POST /ndt-records and POST
 // /inspections (visual) when an examination covers a weld of a lot; they show up here. Releasing,

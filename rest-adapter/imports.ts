@@ -1,17 +1,6 @@
 // The weld register import over HTTP (the work itself: db/weld-register.ts and migration 000013):
-//
-//   POST /imports/welds[?dryRun=true]   body text/csv (UTF-8). 201 with the import's record and
-//                                       Location; a dry run 200 with the counts; 422
-//                                       /problems/import-invalid naming the bad lines; 409
-//                                       /problems/import-conflict when welds changed between
-//                                       the check and the write (imports of a tenant take
-//                                       turns); 429 /problems/too-many-imports past
-//                                       IMPORTS_PER_TENANT at once; 413 past IMPORT_MAX_BYTES;
-//                                       403 below engineer
-//   GET  /imports                       the records of the imports that wrote, newest first
-//   GET  /imports/{id}
-//
-// (The export is GET /welds with Accept: text/csv, described with the welds: welds.ts.)
+// POST /imports/welds, and the records of the imports that wrote (GET /imports, /imports/{id}),
+// each route with its contract in its doc. The export is GET /welds as text/csv (welds.ts).
 //
 // The body is first written to a temporary file, so a slow upload holds no database connection
 // and no transaction; the file is read from there into PostgreSQL's COPY, and removed after.
