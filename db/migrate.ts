@@ -163,7 +163,7 @@ async function main(command: string | undefined, args: string[]): Promise<void> 
         }
         break;
       case 'commit':
-        await closingPools(gm.commit(settings, args[0] ?? null));
+        await closingPools(gm.commit(settings, args[0])); // none: current.sql's --! Message
         break;
       case 'uncommit':
         await closingPools(gm.uncommit(settings));
