@@ -120,7 +120,9 @@ function homeProblems(catalog: CatalogNames, fixtures: Fixture[]): string[] {
     const [folder, base] = [path.dirname(file), path.basename(file, '.sql')];
     const named = (kind: string, names: string[]) =>
       names.length > 0 && names.every((name) => name === base) && folder === kind;
-    if (!(named('functions', w.functions) && w.views.length === 0) && !named('views', w.views)) {
+    const functionFile = named('functions', w.functions) && w.views.length === 0;
+    const viewFile = named('views', w.views) && w.functions.length === 0;
+    if (!functionFile && !viewFile) {
       problems.push(`${file}: writes ${[...w.functions, ...w.views].join(', ') || 'nothing'}`);
     }
     for (const statement of w.notIdempotent)
