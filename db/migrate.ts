@@ -1,5 +1,7 @@
 // Migrations with graphile-migrate: committed/ holds the history (never edited), current.sql the
-// work in progress, bootstrap.sql the superuser part that runs before them.
+// work in progress, bootstrap.sql the superuser part that runs before them, and fixtures/ the
+// current text of every function, view and trigger, one file each, which a migration takes in with
+// `--!include functions/<schema>.<name>.sql` (`commit` copies the text into the committed file).
 //
 // As a module: the policy the server and the admin CLI share (migrate at start, or refuse to
 // start against a database that is behind). As a command, the developer workflow:
@@ -95,7 +97,7 @@ export async function migrate(target: DatabaseTarget, log?: Log): Promise<void> 
  */
 export async function applyCurrentMigration(target: DatabaseTarget, log?: Log): Promise<boolean> {
   const text = await readFile(path.join(MIGRATIONS_DIR, 'current.sql'), 'utf8').catch(() => '');
-  const work = text.replace(/^--.*$/gm, '').trim();
+  const work = text.replace(/^--(?!!\s*include\b).*$/gm, '').trim(); // comments are no work
   if (work === '') return false;
   await closingPools(gm.watch(migrationSettings(target, log), true));
   return true;
@@ -161,7 +163,7 @@ async function main(command: string | undefined, args: string[]): Promise<void> 
         }
         break;
       case 'commit':
-        await closingPools(gm.commit(settings, args[0] ?? null));
+        await closingPools(gm.commit(settings, args[0])); // none: current.sql's --! Message
         break;
       case 'uncommit':
         await closingPools(gm.uncommit(settings));
