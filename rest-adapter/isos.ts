@@ -12,11 +12,13 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { FLUID_SERVICES } from '../db/vocabulary.ts';
+import { problem } from './http/operation.ts';
 import { problems, zodIssues } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { encodeTextCursor, pageSizeParam, sendJsonPage, textCursorParam } from './pagination.ts';
-import { column, defineResource } from './resource.ts';
+import { column, defineResource, refusal } from './resource.ts';
+import { PACKAGE_RELEASED } from './test-packages.ts';
 
 const count = (what: string) => z.number().int().min(0).describe(what);
 
@@ -81,6 +83,9 @@ export const isos = defineResource({
     create: 'engineer',
     update: 'engineer',
     delete: 'engineer, only while it holds no weld (else 409 /problems/still-referenced)',
+  },
+  problems: {
+    conflict: problem(`${refusal.taken}; ${PACKAGE_RELEASED}`, 'PackageReleasedProblem'),
   },
 });
 

@@ -6,6 +6,7 @@
 // kept, with it, in the examination history. Records are never deleted.
 import { z } from 'zod';
 import { EXAMINATION_RESULTS, NDT_METHODS } from '../db/vocabulary.ts';
+import { problem } from './http/operation.ts';
 import { calendarDate, column, defineResource, examinationWrites } from './resource.ts';
 
 const result = z.enum(EXAMINATION_RESULTS);
@@ -90,6 +91,12 @@ export const ndtRecords = defineResource({
   access: {
     create: 'inspector',
     update: 'inspector, with a reason; kept in the examination history',
+  },
+  problems: {
+    conflict: problem(
+      'a duplicate report number (/problems/conflict), or NDT results the lifecycle rules refuse (/problems/ndt-result-refused, naming each weld)',
+      'NdtResultProblem',
+    ),
   },
   ...examinationWrites(
     { record: 'weld_public.record_ndt', correct: 'weld_public.correct_ndt_record' },

@@ -11,9 +11,7 @@ import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import {
   common,
   content,
-  header,
   idParam,
-  itemHeaders,
   json,
   page,
   problem,
@@ -21,7 +19,6 @@ import {
   ref,
 } from './http/operation.ts';
 import type { Route } from './http/route.ts';
-import type { Resource } from './resource.ts';
 import { RESOURCES } from './resources.ts';
 import {
   ExaminationHistoryPage,
@@ -40,221 +37,6 @@ import {
 
 const rootOnly = { servers: [{ url: '/' }] };
 const bearerOrCookie = [{ bearer: [] }, { cookie: [] }];
-
-/** A resource's schemas: the item, its page, and the bodies it accepts. */
-function resourceSchemas(r: Resource): Array<[string, unknown]> {
-  return [
-    [r.schema, json(r.item)],
-    [`${r.schema}Page`, json(r.page)],
-    ...(r.createBody
-      ? [[`${r.schema}Create`, json(r.createBody, 'input')] as [string, unknown]]
-      : []),
-    ...(r.patchBody ? [[`${r.schema}Patch`, json(r.patchBody, 'input')] as [string, unknown]] : []),
-  ];
-}
-
-/** A resource's operations, as resource.ts serves them. */
-function resourcePaths(r: Resource): Array<[string, unknown]> {
-  const who = (what: string | undefined) => (what ? ` Who: ${what}.` : '');
-  const writeProblems = {
-    '403': problem('your role may not do this (or the CSRF check failed)'),
-    '409': problem(
-      "a unique key is taken (/problems/conflict, naming the field), or the record's state refuses the change (/problems/state-conflict)",
-    ),
-    '422': problem(
-      'a bad or read-only field, or a reference to no record of your tenant, named in errors',
-    ),
-  };
-  // The 422 of a create; a resource with refusals of its own says so below.
-  let createInvalid = problem(
-    'a bad field, named in errors; or the Idempotency-Key was used for another request (/problems/idempotency-key-reused)',
-  );
-  if (r.path === 'ndt-records') {
-    writeProblems['409'] = problem(
-      'a duplicate report number (/problems/conflict), or NDT results the lifecycle rules refuse (/problems/ndt-result-refused, naming each weld)',
-      'NdtResultProblem',
-    );
-  }
-  if (r.path === 'test-packages') {
-    writeProblems['409'] = problem(
-      "a unique key is taken (/problems/conflict), the package's state refuses the change (/problems/state-conflict: released back to open is POST /test-packages/{id}/withdraw, with a reason), or it is released, tested or closed while not ready (/problems/package-not-ready: `reasons`, the first 100 of GET /test-packages/{id}/readiness, and `reasonCount`, all of them)",
-      'PackageNotReadyProblem',
-    );
-  }
-  // What a released test package was judged on stays (migration 000017): its ISOs, WPSs, PQRs
-  // and welder qualifications; and where the tenant refuses failing welds, a WPS, PQR or
-  // qualification change that leaves a weld relying on it failing is refused as the weld's is.
-  const released =
-    'the change would leave a released, tested or closed test package not ready (/problems/package-released, naming each package and its reasons: withdraw a released one first; a tested or closed one is the record of its test)';
-  const procedure = ['wps', 'pqrs'].includes(r.path);
-  const relied = ['wps', 'pqrs', 'welder-qualifications'].includes(r.path);
-  const reliedFailing =
-    " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a change that leaves a weld relying on it failing them (/problems/weld-checks-failed, naming the first such weld's `checks`)";
-  let deleteConflict = problem(
-    'still referenced (/problems/still-referenced), or its state forbids it (/problems/state-conflict)',
-  );
-  let deleteInvalid: ReturnType<typeof problem> | undefined;
-  if (r.path === 'test-packages') {
-    deleteConflict = problem(
-      'only an open package that was never released is deleted (/problems/state-conflict): a package with a history is the record of its releases',
-    );
-  }
-  const wpsNotQualified = procedure
-    ? '; or an approved WPS would not be qualified by its PQRs (/problems/wps-not-qualified, with `checks`, and `wpsId` unless the refused write was its creation)'
-    : '';
-  const heldSchemas = procedure
-    ? ['WpsNotQualifiedProblem', 'PackageReleasedProblem']
-    : 'PackageReleasedProblem';
-  if (r.path === 'isos' || relied) {
-    writeProblems['409'] = problem(
-      `a unique key is taken (/problems/conflict, naming the field); ${released}${wpsNotQualified}`,
-      heldSchemas,
-    );
-  }
-  if (relied) {
-    deleteConflict = problem(
-      `still referenced (/problems/still-referenced); ${released}${wpsNotQualified}`,
-      heldSchemas,
-    );
-    writeProblems['422'] = problem(
-      `a bad or read-only field, or a reference to no record of your tenant, named in errors;${reliedFailing}`,
-      'WeldChecksProblem',
-    );
-    deleteInvalid = problem(reliedFailing.trim(), 'WeldChecksProblem');
-  }
-  if (r.path === 'welds') {
-    const checksFailed =
-      " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a weld whose type, size, wallThickness, welderId, wpsId, weldedOn or base metals as written leaves it with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED, WPS_RANGE, WPS_PNUMBER or WPS_RANGE_UNSUPPORTED (/problems/weld-checks-failed, `checks` as GET /welds/{id}/checks names them; DATA_MISSING never refuses: a weld is planned before it is welded); or a weldedOn after, or taken off, an examination of the weld (/problems/validation-failed)";
-    writeProblems['422'] = problem(
-      `a bad or read-only field, or a reference to no record of your tenant, named in errors;${checksFailed}`,
-      'WeldChecksProblem',
-    );
-    createInvalid = problem(
-      `a bad field, named in errors; the Idempotency-Key was used for another request (/problems/idempotency-key-reused);${checksFailed}`,
-      'WeldChecksProblem',
-    );
-  }
-  const collection = {
-    get: {
-      summary: `List ${r.plural}`,
-      description: `${r.description} Filters combine with "and".`,
-      parameters: queryParameters(r.listQuery),
-      responses: {
-        '200': r.csv
-          ? {
-              ...page,
-              content: {
-                ...content(`${r.schema}Page`).content,
-                'text/csv': {
-                  schema: {
-                    type: 'string',
-                    description:
-                      `With Accept: text/csv or format=csv: every ${r.noun} the filters select, no pages ` +
-                      `(limit and cursor are 422), streamed as ${r.csv.fileName}: UTF-8 with a BOM, a header row, ` +
-                      'RFC 4180 quoting. The columns are those POST /imports/welds reads (isoNumber, lineNumber, ' +
-                      'weldNumber, type, size, schedule, wallThickness, material, welderStamp, wpsNumber, ' +
-                      'wpsRevision, weldedOn, baseMetal1PNumber, baseMetal2PNumber) and status, repairCycle, version, in ISO and weld number order. ' +
-                      'Text that a spreadsheet would run as a formula (=, +, -, @ first) has a leading apostrophe, ' +
-                      'which the import removes. Exported then imported, a register changes nothing.',
-                  },
-                },
-              },
-            }
-          : { ...page, ...content(`${r.schema}Page`) },
-        '422': problem('a bad parameter, named in errors'),
-        ...common,
-      },
-    },
-    ...(r.createBody && {
-      post: {
-        summary: `Create a ${r.noun}`,
-        description:
-          `${r.description}${who(r.access.create)} With an Idempotency-Key, a retry of the same request ` +
-          'within 24 hours answers the first answer again (Idempotent-Replayed: true) without writing.',
-        parameters: [
-          header(
-            'Idempotency-Key',
-            '1 to 255 visible ASCII characters; the same key and body within 24 h replay the first answer, another body is 422',
-          ),
-        ],
-        requestBody: { required: true, ...content(`${r.schema}Create`) },
-        responses: {
-          '201': {
-            description: `the new ${r.noun}`,
-            headers: {
-              ...itemHeaders,
-              Location: { schema: { type: 'string' }, description: 'its path' },
-              'Idempotent-Replayed': {
-                schema: { const: 'true' },
-                description: 'present when this is the stored answer of an earlier request',
-              },
-            },
-            ...content(r.schema),
-          },
-          ...writeProblems,
-          '422': createInvalid,
-          ...common,
-        },
-      },
-    }),
-  };
-  const single = {
-    get: {
-      summary: `Read a ${r.noun}`,
-      parameters: [idParam, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
-      responses: {
-        '200': {
-          description: r.tag
-            ? `the ${r.noun}; ETag is "<version>.<version of what else it shows>" (If-Match checks the version)`
-            : `the ${r.noun}; ETag is its version`,
-          headers: itemHeaders,
-          ...content(r.schema),
-        },
-        '304': { description: 'not modified (If-None-Match)' },
-        ...common,
-      },
-    },
-    ...(r.patchBody && {
-      patch: {
-        summary: `Change a ${r.noun}`,
-        description:
-          `JSON merge: the fields given are set (null clears a nullable one), the others kept; ` +
-          `lists of ids are replaced as a whole.${who(r.access.update)}`,
-        parameters: [idParam, header('If-Match', 'the ETag you read; 412 if it changed since')],
-        requestBody: { required: true, ...content(`${r.schema}Patch`) },
-        responses: {
-          '200': {
-            description: `the changed ${r.noun}`,
-            headers: itemHeaders,
-            ...content(r.schema),
-          },
-          ...writeProblems,
-          '412': problem('If-Match is stale; `version` is the current one'),
-          ...common,
-        },
-      },
-    }),
-    ...(r.access.delete && {
-      delete: {
-        summary: `Delete a ${r.noun}`,
-        description: `Who: ${r.access.delete}.`,
-        parameters: [idParam, header('If-Match', 'the ETag you read; 412 if it changed since')],
-        responses: {
-          '204': { description: 'deleted' },
-          '403': problem('your role may not do this (or the CSRF check failed)'),
-          '409': deleteConflict,
-          '412': problem('If-Match is stale'),
-          ...(deleteInvalid && { '422': deleteInvalid }),
-          ...common,
-        },
-      },
-    }),
-  };
-  return [
-    [`/${r.path}`, collection],
-    [`/${r.path}/{id}`, single],
-  ];
-}
 
 /** The problem types, for readers of the document alone (docs/api.md has the same table). */
 const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when the HTTP status says it all, else one of:
@@ -366,7 +148,6 @@ function routeSchemas(routes: Route[]) {
 function buildDocument(routes: Route[]) {
   const schemas: Record<string, unknown> = {
     ...routeSchemas(routes),
-    ...Object.fromEntries(RESOURCES.flatMap(resourceSchemas)),
     IsoWeldCounts: json(IsoWeldCounts),
     IsoWeldCountsList: json(IsoWeldCountsList),
     TestPackageHistoryPage: json(TestPackageHistoryPage),
@@ -586,7 +367,6 @@ function buildDocument(routes: Route[]) {
     tags: Object.values(TAGS).filter((tag) => tag.description),
     paths: tagged({
       ...routePaths(routes),
-      ...Object.fromEntries(RESOURCES.flatMap(resourcePaths)),
       ...Object.fromEntries(
         HISTORIES.map((h) => [
           `/${h.path}/{id}/history`,

@@ -2,7 +2,9 @@
 // is referenced cannot be deleted (409).
 import { z } from 'zod';
 import { WELDING_PROCESSES } from '../db/vocabulary.ts';
-import { column, defineResource, inches, pNumber } from './resource.ts';
+import { problem } from './http/operation.ts';
+import { column, defineResource, inches, pNumber, refusal, type ResourceSpec } from './resource.ts';
+import { PACKAGE_RELEASED } from './test-packages.ts';
 
 const ONE = WELDING_PROCESSES.join('|');
 /** One process or a combination joined by "+", e.g. GTAW or GTAW+SMAW. */
@@ -13,6 +15,30 @@ export const processType = z
     `must be ${WELDING_PROCESSES.join(', ')} or a combination like GTAW+SMAW`,
   )
   .describe('welding process, or processes joined by + (GTAW+SMAW)');
+
+// Where the tenant refuses failing welds, a change of what a weld relies on (its WPS and the
+// WPS's PQRs, its welder's qualification) that leaves it failing is refused as the weld's is.
+const RELIED_FAILING =
+  " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a change that leaves a weld relying on it failing them (/problems/weld-checks-failed, naming the first such weld's `checks`)";
+const WPS_NOT_QUALIFIED =
+  '; or an approved WPS would not be qualified by its PQRs (/problems/wps-not-qualified, with `checks`, and `wpsId` unless the refused write was its creation)';
+
+/**
+ * The refusals of what welds rely on: a qualification; or, `qualifiesWps`, a PQR or a WPS, whose
+ * writes may also leave an approved WPS unqualified.
+ */
+export function reliedOnProblems(qualifiesWps: boolean): ResourceSpec['problems'] {
+  const more = qualifiesWps ? WPS_NOT_QUALIFIED : '';
+  const held = qualifiesWps
+    ? ['WpsNotQualifiedProblem', 'PackageReleasedProblem']
+    : 'PackageReleasedProblem';
+  return {
+    conflict: problem(`${refusal.taken}; ${PACKAGE_RELEASED}${more}`, held),
+    invalid: problem(`${refusal.invalid};${RELIED_FAILING}`, 'WeldChecksProblem'),
+    deleteConflict: problem(`${refusal.referenced}; ${PACKAGE_RELEASED}${more}`, held),
+    deleteInvalid: problem(RELIED_FAILING.trim(), 'WeldChecksProblem'),
+  };
+}
 
 export const pqrs = defineResource({
   path: 'pqrs',
@@ -64,4 +90,5 @@ export const pqrs = defineResource({
     delete:
       'engineer, only while no WPS or qualification refers to it (else 409 /problems/still-referenced)',
   },
+  problems: reliedOnProblems(true),
 });

@@ -10,7 +10,8 @@
 //   PATCH  /<path>/{id}     JSON merge of the writable fields, lists replaced whole; If-Match
 //   DELETE /<path>/{id}     204; If-Match
 //
-// plus the zod schemas of the item, the page and the bodies, from which openapi.ts documents them.
+// each route with its OpenAPI operation (Route.doc) and the schemas of its item, page and bodies.
+// What a resource refuses beyond the generic answers it says itself (ResourceSpec.problems).
 //
 // The database decides who may do what: every statement runs as the caller's role and tenant
 // (grants, row security, the SQL functions of migrations/), and its refusals become problems
@@ -23,6 +24,20 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { CALENDAR } from '../db/vocabulary.ts';
+import {
+  badParameter,
+  common,
+  content,
+  header,
+  idempotencyKey,
+  idParam,
+  itemHeaders,
+  json,
+  page,
+  problem,
+  queryParameters,
+  replayedHeader,
+} from './http/operation.ts';
 import {
   databaseProblem,
   HttpProblem,
@@ -192,6 +207,8 @@ export function examinationWrites(
   };
 }
 
+type Refusals = 'conflict' | 'invalid' | 'createInvalid' | 'deleteConflict' | 'deleteInvalid';
+
 export interface ResourceSpec {
   /** The path segment ("test-packages"), the OpenAPI schema name ("TestPackage"), and nouns. */
   path: string;
@@ -213,6 +230,11 @@ export interface ResourceSpec {
   filters?: Record<string, Filter>;
   /** Who may do what, for the documents; an operation without an entry is not offered. */
   access: { create?: string; update?: string; delete?: string };
+  /**
+   * What its writes refuse beyond the generic answers (resourceRoutes), for the documents: the
+   * 409 of POST and PATCH, the 422 of PATCH (`invalid`) and of POST, and those of DELETE.
+   */
+  problems?: { [answer in Refusals]?: ReturnType<typeof problem> };
   create?: CustomCreate;
   update?: CustomUpdate;
   /**
@@ -221,6 +243,8 @@ export interface ResourceSpec {
    */
   csv?: {
     fileName: string;
+    /** The file, for the documents: its encoding, its columns, their order. */
+    description: string;
     write(
       db: pg.PoolClient,
       where: { sql: string; values: unknown[] },
@@ -616,9 +640,33 @@ async function sendCsv(
   res.end();
 }
 
+/** The sentences of the generic refusals, which a resource's own (ResourceSpec.problems) reuse. */
+export const refusal = {
+  taken: 'a unique key is taken (/problems/conflict, naming the field)',
+  invalid: 'a bad or read-only field, or a reference to no record of your tenant, named in errors',
+  referenced: 'still referenced (/problems/still-referenced)',
+  keyReused: 'the Idempotency-Key was used for another request (/problems/idempotency-key-reused)',
+};
+
 /** The routes of a resource (served at /x and /api/x: server/app.ts mounts them at both). */
 export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
+  const { schema, noun, access, csv } = resource;
   const base = `/${resource.path}`;
+  // The answers its operations share, and what its writes refuse (the resource's own first).
+  const own = resource.problems ?? {};
+  const forbidden = problem('your role may not do this (or the CSRF check failed)');
+  const conflict =
+    own.conflict ??
+    problem(
+      `${refusal.taken}, or the record's state refuses the change (/problems/state-conflict)`,
+    );
+  const ifMatch = header('If-Match', 'the ETag you read; 412 if it changed since');
+  const answer = (description: string) => ({
+    description,
+    headers: itemHeaders,
+    ...content(schema),
+  });
+  const who = (what: string | undefined) => (what ? ` Who: ${what}.` : '');
   const fieldFilters = Object.entries(resource.fields)
     .filter(([, f]) => f.filter)
     .map(([name, f]) => [name, `r.${f.column} = ?`] as const);
@@ -629,6 +677,32 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
     {
       method: 'GET',
       path: base,
+      doc: {
+        summary: `List ${resource.plural}`,
+        description: `${resource.description} Filters combine with "and".`,
+        parameters: queryParameters(resource.listQuery),
+        responses: {
+          '200': {
+            ...page,
+            content: {
+              ...content(`${schema}Page`).content,
+              ...(csv && {
+                'text/csv': {
+                  schema: {
+                    type: 'string',
+                    description:
+                      `With Accept: text/csv or format=csv: every ${noun} the filters select, no pages ` +
+                      `(limit and cursor are 422), streamed as ${csv.fileName}: ${csv.description}`,
+                  },
+                },
+              }),
+            },
+          },
+          '422': badParameter,
+          ...common,
+        },
+        schemas: { [schema]: json(resource.item), [`${schema}Page`]: json(resource.page) },
+      },
       handler: async (req, res) => {
         const parsed = resource.listQuery.safeParse(req.query);
         if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
@@ -651,6 +725,19 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
     {
       method: 'GET',
       path: `${base}/:id`,
+      doc: {
+        summary: `Read a ${noun}`,
+        parameters: [idParam, header('If-None-Match', 'an ETag you hold; 304 if it is current')],
+        responses: {
+          '200': answer(
+            resource.tag
+              ? `the ${noun}; ETag is "<version>.<version of what else it shows>" (If-Match checks the version)`
+              : `the ${noun}; ETag is its version`,
+          ),
+          '304': { description: 'not modified (If-None-Match)' },
+          ...common,
+        },
+      },
       handler: async (req, res) => {
         const id = pathId(req, resource.noun);
         const item = await inDatabase(pool, req, (db) => readItemJson(db, resource, id));
@@ -672,6 +759,30 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
       method: 'POST',
       path: base,
       body: true,
+      doc: {
+        summary: `Create a ${noun}`,
+        description:
+          `${resource.description}${who(access.create)} With an Idempotency-Key, a retry of the same request ` +
+          'within 24 hours answers the first answer again (Idempotent-Replayed: true) without writing.',
+        parameters: [idempotencyKey],
+        requestBody: { required: true, ...content(`${schema}Create`) },
+        responses: {
+          '201': {
+            ...answer(`the new ${noun}`),
+            headers: {
+              ...itemHeaders,
+              Location: { schema: { type: 'string' }, description: 'its path' },
+              ...replayedHeader,
+            },
+          },
+          '403': forbidden,
+          '409': conflict,
+          '422':
+            own.createInvalid ?? problem(`a bad field, named in errors; or ${refusal.keyReused}`),
+          ...common,
+        },
+        schemas: { [`${schema}Create`]: json(createBody, 'input') },
+      },
       handler: async (req, res) => {
         const key = idempotencyKeyOf(req);
         const body = parseBody(resource, createBody, req.body ?? {});
@@ -711,6 +822,23 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
       method: 'PATCH',
       path: `${base}/:id`,
       body: true,
+      doc: {
+        summary: `Change a ${noun}`,
+        description:
+          `JSON merge: the fields given are set (null clears a nullable one), the others kept; ` +
+          `lists of ids are replaced as a whole.${who(access.update)}`,
+        parameters: [idParam, ifMatch],
+        requestBody: { required: true, ...content(`${schema}Patch`) },
+        responses: {
+          '200': answer(`the changed ${noun}`),
+          '403': forbidden,
+          '409': conflict,
+          '412': problem('If-Match is stale; `version` is the current one'),
+          '422': own.invalid ?? problem(refusal.invalid),
+          ...common,
+        },
+        schemas: { [`${schema}Patch`]: json(patchBody, 'input') },
+      },
       handler: async (req, res) => {
         const id = pathId(req, resource.noun);
         const body = parseBody(resource, patchBody, req.body ?? {});
@@ -725,10 +853,25 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
       },
     });
   }
-  if (resource.access.delete) {
+  if (access.delete) {
     routes.push({
       method: 'DELETE',
       path: `${base}/:id`,
+      doc: {
+        summary: `Delete a ${noun}`,
+        description: `Who: ${access.delete}.`,
+        parameters: [idParam, ifMatch],
+        responses: {
+          '204': { description: 'deleted' },
+          '403': forbidden,
+          '409':
+            own.deleteConflict ??
+            problem(`${refusal.referenced}, or its state forbids it (/problems/state-conflict)`),
+          '412': problem('If-Match is stale'),
+          ...(own.deleteInvalid && { '422': own.deleteInvalid }),
+          ...common,
+        },
+      },
       handler: async (req, res) => {
         const id = pathId(req, resource.noun);
         const expected = expectedVersion(req, resource.tag !== undefined);

@@ -5,7 +5,15 @@
 // otherwise, enforced by triggers in migrations/.
 import { z } from 'zod';
 import { TEST_MEDIA, TEST_PACKAGE_STATES } from '../db/vocabulary.ts';
+import { problem } from './http/operation.ts';
 import { column, defineResource } from './resource.ts';
+
+/**
+ * What a released test package was judged on stays (migration 000017): its ISOs, WPSs, PQRs and
+ * welder qualifications refuse a change that would leave it not ready (isos.ts, pqrs.ts).
+ */
+export const PACKAGE_RELEASED =
+  'the change would leave a released, tested or closed test package not ready (/problems/package-released, naming each package and its reasons: withdraw a released one first; a tested or closed one is the record of its test)';
 
 export const testPackages = defineResource({
   path: 'test-packages',
@@ -69,5 +77,14 @@ export const testPackages = defineResource({
     create: 'engineer',
     update: 'engineer; isoIds and weldIds only while open',
     delete: 'engineer, only while open (else 409 /problems/state-conflict)',
+  },
+  problems: {
+    conflict: problem(
+      "a unique key is taken (/problems/conflict), the package's state refuses the change (/problems/state-conflict: released back to open is POST /test-packages/{id}/withdraw, with a reason), or it is released, tested or closed while not ready (/problems/package-not-ready: `reasons`, the first 100 of GET /test-packages/{id}/readiness, and `reasonCount`, all of them)",
+      'PackageNotReadyProblem',
+    ),
+    deleteConflict: problem(
+      'only an open package that was never released is deleted (/problems/state-conflict): a package with a history is the record of its releases',
+    ),
   },
 });

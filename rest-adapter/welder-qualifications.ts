@@ -7,7 +7,7 @@
 // not stated.
 import { z } from 'zod';
 import { QUALIFICATION_JOINTS, WELDING_POSITIONS } from '../db/vocabulary.ts';
-import { processType } from './pqrs.ts';
+import { processType, reliedOnProblems } from './pqrs.ts';
 import { calendarDate, column, defineResource, inches } from './resource.ts';
 
 export const welderQualifications = defineResource({
@@ -107,4 +107,5 @@ export const welderQualifications = defineResource({
     update: 'engineer',
     delete: 'engineer',
   },
+  problems: reliedOnProblems(false),
 });

@@ -12,7 +12,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { USER_ROLES, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
-import { exportWelds } from '../db/weld-register.ts';
+import { exportWelds, REGISTER_COLUMNS, REGISTER_READ_ONLY_COLUMNS } from '../db/weld-register.ts';
 import { common, content, idParam, json, problem } from './http/operation.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
@@ -25,9 +25,14 @@ import {
   itemsFrom,
   pathId,
   pNumber,
+  refusal,
   sendItemJson,
   type ItemJson,
 } from './resource.ts';
+
+// Where the tenant refuses failing welds, a write that leaves a weld failing is refused (422).
+const CHECKS_FAILED =
+  " or, where the tenant refuses welds that fail the code checks (tenant_settings.weld_checks = 'refuse'), a weld whose type, size, wallThickness, welderId, wpsId, weldedOn or base metals as written leaves it with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED, WPS_RANGE, WPS_PNUMBER or WPS_RANGE_UNSUPPORTED (/problems/weld-checks-failed, `checks` as GET /welds/{id}/checks names them; DATA_MISSING never refuses: a weld is planned before it is welded); or a weldedOn after, or taken off, an examination of the weld (/problems/validation-failed)";
 
 const statusList = z
   .string()
@@ -110,8 +115,22 @@ export const welds = defineResource({
   },
   filters: { status: { sql: 'r.status = any(?::weld_public.weld_status[])', type: statusList } },
   access: { create: 'engineer', update: 'engineer (every field but status, repairCycle, version)' },
-  // The weld register: the columns POST /imports/welds reads, and status, repairCycle, version.
-  csv: { fileName: 'welds.csv', write: exportWelds },
+  problems: {
+    invalid: problem(`${refusal.invalid};${CHECKS_FAILED}`, 'WeldChecksProblem'),
+    createInvalid: problem(
+      `a bad field, named in errors; ${refusal.keyReused};${CHECKS_FAILED}`,
+      'WeldChecksProblem',
+    ),
+  },
+  csv: {
+    fileName: 'welds.csv',
+    write: exportWelds,
+    description:
+      'UTF-8 with a BOM, a header row, RFC 4180 quoting. The columns are those POST /imports/welds reads ' +
+      `(${REGISTER_COLUMNS.join(', ')}) and ${REGISTER_READ_ONLY_COLUMNS.join(', ')}, in ISO and weld number order. ` +
+      'Text that a spreadsheet would run as a formula (=, +, -, @ first) has a leading apostrophe, ' +
+      'which the import removes. Exported then imported, a register changes nothing.',
+  },
 });
 
 export const StatusChange = z.strictObject({

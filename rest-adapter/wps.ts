@@ -2,7 +2,7 @@
 // revision and process are set when created; a WPS is superseded, never deleted.
 import { z } from 'zod';
 import { WPS_STATES } from '../db/vocabulary.ts';
-import { processType } from './pqrs.ts';
+import { processType, reliedOnProblems } from './pqrs.ts';
 import { column, defineResource, inches, pNumber } from './resource.ts';
 
 export const wps = defineResource({
@@ -79,4 +79,5 @@ export const wps = defineResource({
     },
   },
   access: { create: 'engineer', update: 'engineer (state, pNumbers, ranges, pqrIds)' },
+  problems: reliedOnProblems(true),
 });

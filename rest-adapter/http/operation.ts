@@ -65,6 +65,8 @@ export const common = {
   '404': problem('Unknown tenant (origin), or no such resource'),
   default: problem('Any other error, as RFC 9457 problem details'),
 };
+/** The 422 of a read whose query parameters are wrong. */
+export const badParameter = problem('a bad parameter, named in errors');
 /** A page of a list. */
 export const page = {
   description: 'One page; `Link: <...>; rel="next"` when there is a next one',
