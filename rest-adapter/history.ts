@@ -12,6 +12,15 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { TEST_PACKAGE_STATES, WELD_STATUSES } from '../db/vocabulary.ts';
+import {
+  badParameter,
+  common,
+  content,
+  idParam,
+  json,
+  page,
+  queryParameters,
+} from './http/operation.ts';
 import { camelCase, problems, zodIssues } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
@@ -79,29 +88,27 @@ export const TestPackageHistoryEntry = z.object({
   changedAt: z.iso.datetime(),
 });
 
-export const WeldHistoryPage = pageOfEntries(WeldHistoryEntry);
-export const TestPackageHistoryPage = pageOfEntries(TestPackageHistoryEntry);
-export const ExaminationHistoryPage = pageOfEntries(ExaminationHistoryEntry);
-
 export interface History {
   /** The path of the item ("welds"), its noun, and its table (for the 404). */
   path: string;
   noun: string;
   table: string;
-  /** The page's OpenAPI schema, and what the document says of it. */
-  schema: 'WeldHistoryPage' | 'ExaminationHistoryPage' | 'TestPackageHistoryPage';
+  /** The page: its OpenAPI schema's name, and its entries; and what the document says of it. */
+  schema: string;
+  entry: z.ZodObject;
   summary: string;
   description: string;
   /** The entries: $1 the item's id, $2 the id after which the page starts, $3 the row count. */
   select: string;
 }
 
-export const HISTORIES: History[] = [
+const HISTORIES: History[] = [
   {
     path: 'welds',
     noun: 'weld',
     table: 'weld_public.welds',
     schema: 'WeldHistoryPage',
+    entry: WeldHistoryEntry,
     summary: 'The status changes of a weld, oldest first',
     description:
       'Who changed it, when, from and to which status, why, and what caused it (a user, or the NDT record whose result it applied).',
@@ -116,6 +123,7 @@ export const HISTORIES: History[] = [
     noun: 'test package',
     table: 'weld_public.test_packages',
     schema: 'TestPackageHistoryPage',
+    entry: TestPackageHistoryEntry,
     summary: 'The state changes of a test package, oldest first',
     description:
       'Every move of its state (released, tested, closed, and a withdrawal back to open with its reason): who, when, from and to.',
@@ -133,7 +141,8 @@ export const HISTORIES: History[] = [
     path,
     noun,
     table,
-    schema: 'ExaminationHistoryPage' as const,
+    schema: 'ExaminationHistoryPage',
+    entry: ExaminationHistoryEntry,
     summary: `The corrections of an ${noun}, oldest first`,
     description:
       'Every change after it was recorded: what changed (its fields, its welds, its film), the values before and after, who, when, and the reason the correction gave.',
@@ -155,6 +164,17 @@ export function historyRoutes(pool: pg.Pool): Route[] {
   return HISTORIES.map((history) => ({
     method: 'GET',
     path: `/${history.path}/:id/history`,
+    doc: {
+      summary: history.summary,
+      description: history.description,
+      parameters: [idParam, ...queryParameters(HistoryQuery)],
+      responses: {
+        '200': { ...page, ...content(history.schema) },
+        '422': badParameter,
+        ...common,
+      },
+      schemas: { [history.schema]: json(pageOfEntries(history.entry)) },
+    },
     handler: async (req, res) => {
       const id = pathId(req, history.noun);
       const parsed = HistoryQuery.safeParse(req.query);

@@ -8,25 +8,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { PAGE_SIZE, WELD_STATUSES } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
-import {
-  common,
-  content,
-  idParam,
-  json,
-  page,
-  problem,
-  queryParameters,
-  ref,
-} from './http/operation.ts';
+import { common, content, json, page, problem, queryParameters, ref } from './http/operation.ts';
 import type { Route } from './http/route.ts';
 import { RESOURCES } from './resources.ts';
-import {
-  ExaminationHistoryPage,
-  HISTORIES,
-  HistoryQuery,
-  TestPackageHistoryPage,
-  WeldHistoryPage,
-} from './history.ts';
 import { IMPORTS_PER_TENANT } from './imports.ts';
 import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
 import {
@@ -150,9 +134,6 @@ function buildDocument(routes: Route[]) {
     ...routeSchemas(routes),
     IsoWeldCounts: json(IsoWeldCounts),
     IsoWeldCountsList: json(IsoWeldCountsList),
-    TestPackageHistoryPage: json(TestPackageHistoryPage),
-    WeldHistoryPage: json(WeldHistoryPage),
-    ExaminationHistoryPage: json(ExaminationHistoryPage),
     Problem: {
       type: 'object',
       description: PROBLEM_TYPES,
@@ -367,23 +348,6 @@ function buildDocument(routes: Route[]) {
     tags: Object.values(TAGS).filter((tag) => tag.description),
     paths: tagged({
       ...routePaths(routes),
-      ...Object.fromEntries(
-        HISTORIES.map((h) => [
-          `/${h.path}/{id}/history`,
-          {
-            get: {
-              summary: h.summary,
-              description: h.description,
-              parameters: [idParam, ...queryParameters(HistoryQuery)],
-              responses: {
-                '200': { ...page, ...content(h.schema) },
-                '422': problem('a bad parameter, named in errors'),
-                ...common,
-              },
-            },
-          },
-        ]),
-      ),
       '/isos/weld-counts': {
         get: {
           summary: "Every ISO's progress: its welds counted by status",
