@@ -8,11 +8,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { PAGE_SIZE, WELD_STATUSES } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
-import { common, content, json, page, problem, queryParameters, ref } from './http/operation.ts';
+import { ref } from './http/operation.ts';
 import type { Route } from './http/route.ts';
 import { RESOURCES } from './resources.ts';
 import { IMPORTS_PER_TENANT } from './imports.ts';
-import { ISO_COUNTS_PAGE, IsoWeldCounts, IsoWeldCountsList, IsoWeldCountsQuery } from './isos.ts';
 import {
   MAX_WEBHOOK_TESTS_PER_TENANT,
   MAX_WEBHOOKS_PER_TENANT,
@@ -132,8 +131,6 @@ function routeSchemas(routes: Route[]) {
 function buildDocument(routes: Route[]) {
   const schemas: Record<string, unknown> = {
     ...routeSchemas(routes),
-    IsoWeldCounts: json(IsoWeldCounts),
-    IsoWeldCountsList: json(IsoWeldCountsList),
     Problem: {
       type: 'object',
       description: PROBLEM_TYPES,
@@ -346,26 +343,7 @@ function buildDocument(routes: Route[]) {
     },
     security: bearerOrCookie,
     tags: Object.values(TAGS).filter((tag) => tag.description),
-    paths: tagged({
-      ...routePaths(routes),
-      '/isos/weld-counts': {
-        get: {
-          summary: "Every ISO's progress: its welds counted by status",
-          description:
-            'One item per ISO of the tenant, ordered by isoNumber, with the counts each ISO carries as `weldCounts`: ' +
-            'total, pending, accepted, rejected, repair, voided, exact as of the last committed change. Pages hold up ' +
-            `to ${ISO_COUNTS_PAGE.max} ISOs (the default), so a dashboard reads most projects' progress in one request ` +
-            '(5,000 ISOs: about 1 MB, tens of milliseconds); `nextCursor` and `Link: rel="next"` lead on as for every ' +
-            'list. Filters combine with "and".',
-          parameters: queryParameters(IsoWeldCountsQuery),
-          responses: {
-            '200': { ...page, ...content('IsoWeldCountsList') },
-            '422': problem('a bad or unknown parameter, named in errors'),
-            ...common,
-          },
-        },
-      },
-    }),
+    paths: tagged(routePaths(routes)),
   };
 }
 
