@@ -47,6 +47,7 @@ import { problems, zodIssues } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
+import { isos } from './isos.ts';
 import {
   cursorParam,
   encodeTextCursor,
@@ -171,6 +172,9 @@ const ExaminationSelection = z
 
 const ExaminationSelectionPage = pageOf(ExaminationSelection);
 
+/** A line number as an ISO holds it. */
+const lineNumber = isos.fields.lineNumber!.type;
+
 const ExaminationSelectionQuery = z.strictObject({
   limit: limitParam,
   cursor: cursorParam.optional().describe('nextCursor of the previous page'),
@@ -180,15 +184,12 @@ const ExaminationSelectionQuery = z.strictObject({
   isoId: z.uuid().optional().describe("selections of this ISO's welds"),
   welderId: z.uuid().optional().describe("selections of this welder's welds"),
   weldId: z.uuid().optional(),
-  lineNumber: z.string().min(1).max(100).optional().describe('selections of welds on this line'),
+  lineNumber: lineNumber.optional().describe('selections of welds on this line'),
 });
 
 const DrawBody = z.strictObject({
   method: z.enum(NDT_METHODS).describe('the NDT method the sample is for (RT, ...)'),
-  lineNumber: z
-    .string()
-    .min(1)
-    .max(100)
+  lineNumber: lineNumber
     .optional()
     .describe("draw for the lots of this line's welds (exactly one of lineNumber and isoId)"),
   isoId: z
