@@ -35,7 +35,10 @@ export const welderQualifications = defineResource({
     },
     diameterMinIn: column.number('diameter_min_in', inches, { nullable: true, write: 'always' }),
     diameterMaxIn: column.number('diameter_max_in', inches, { nullable: true, write: 'always' }),
-    thicknessMaxIn: column.number('thickness_max_in', inches, { nullable: true, write: 'always' }),
+    thicknessMaxIn: column.number('thickness_max_in', inches.positive(), {
+      nullable: true,
+      write: 'always',
+    }),
     couponDiameterIn: column.number(
       'coupon_diameter_in',
       inches
@@ -85,7 +88,14 @@ export const welderQualifications = defineResource({
     revocationReason: column.text('revocation_reason', 2000, {
       nullable: true,
       write: 'always',
-      type: z.string().max(2000).describe('why it was revoked; given together with revokedOn'),
+      // The CHECK counts the reason without its blanks, and refuses a blank one: so does REST,
+      // which stores it trimmed (as a continuity use's reference).
+      type: z
+        .string()
+        .trim()
+        .min(1)
+        .max(2000)
+        .describe('why it was revoked; given together with revokedOn'),
     }),
     renewsQualificationId: column.id('renews_qualification_id', {
       nullable: true,
