@@ -133,7 +133,7 @@ const ExaminationSelection = z
       .max(MAX_SEED)
       .nullable()
       .describe(
-        "the draw's seed (progressive tiers: the seed of the selection that caused them); null for examined selections and the tiers they cause",
+        "the draw's seed (progressive tiers: their cause's); null for a counted (examined) selection and the tiers it causes",
       ),
     reason: z.string().describe('why it was selected, in words'),
     causeSelectionId: z
@@ -167,7 +167,7 @@ const ExaminationSelection = z
     selectedAt: z.iso.datetime(),
   })
   .describe(
-    'A weld selected for examination by one NDT method; a weld is selected once per method.',
+    'A weld selected for examination by a method: drawn at random (with the seed), counted because an examination already covered it (examined), or drawn by progressive examination (tier 1, 2 or full, with the rejection that caused it); a weld is selected once per method.',
   );
 
 const ExaminationSelectionPage = pageOf(ExaminationSelection);
@@ -640,7 +640,7 @@ const ContinuityBody = z.strictObject({
     .trim()
     .min(1)
     .max(500)
-    .describe('the document that shows the use: a log, a report number'),
+    .describe('the document that shows the use (a log, a report number)'),
 });
 
 //------------------------------------------------------------------------------------------------

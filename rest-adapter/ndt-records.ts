@@ -68,7 +68,7 @@ export const ndtRecords = defineResource({
   plural: 'NDT records',
   table: 'weld_public.ndt_records',
   description:
-    'One non-destructive examination report (RT, UT, ...), the welds it covers with their results, and for RT its film intervals.',
+    'One non-destructive examination report (RT, UT, ...) and the welds it covers, with their results; for RT also its film intervals.',
   fields,
   computed: {
     welds: {

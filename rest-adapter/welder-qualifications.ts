@@ -16,7 +16,7 @@ export const welderQualifications = defineResource({
   noun: 'welder qualification',
   plural: 'welder qualifications',
   table: 'weld_public.welder_qualifications',
-  description: 'What a welder may weld: a WPS or a process, positions, ranges and dates.',
+  description: 'What a welder may weld: a WPS or process, positions, ranges and dates.',
   fields: {
     welderId: column.id('welder_id', { write: 'create', required: true, filter: true }),
     wpsId: column.id('wps_id', { nullable: true, write: 'always' }),
@@ -44,7 +44,7 @@ export const welderQualifications = defineResource({
       inches
         .positive()
         .describe(
-          "outside diameter of the WPQ test coupon, inches; with no diameterMinIn, the range rules (QW-452.3) give the smallest diameter it covers; null: the PQR's diameterTestedIn stands in",
+          "outside diameter of the test coupon (in.); QW-452.3 derives the qualified diameters from it: with no diameterMinIn, the range rules give the smallest diameter it covers; null: the PQR's diameterTestedIn stands in",
         ),
       { nullable: true, write: 'always' },
     ),
@@ -53,7 +53,7 @@ export const welderQualifications = defineResource({
       inches
         .positive()
         .describe(
-          "thickness of the WPQ test coupon, inches; with no thicknessMaxIn, the range rules (QW-452.1) give the thickest it covers; null: the PQR's thicknessTestedIn stands in",
+          "thickness of the test coupon (in.); QW-452.1 derives the qualified thickness from it: with no thicknessMaxIn, the range rules give the thickest it covers; null: the PQR's thicknessTestedIn stands in",
         ),
       { nullable: true, write: 'always' },
     ),
@@ -62,7 +62,7 @@ export const welderQualifications = defineResource({
       type: z
         .enum(QUALIFICATION_JOINTS)
         .describe(
-          'groove (default): groove welds in its ranges and fillet welds of every size (QW-303.1); fillet: fillet welds only (QW-303.2)',
+          'groove (default): covers groove welds and fillet welds of every size (QW-303.1); fillet: fillet welds only (QW-303.2)',
         ),
       write: 'always',
     },
@@ -71,7 +71,7 @@ export const welderQualifications = defineResource({
       type: z
         .boolean()
         .describe(
-          'the coupon was deposited in at least three layers: with 1/2 in. or more it qualifies any thickness (QW-452.1(b)); default false',
+          "the coupon's weld metal was deposited in at least three layers: with t of 1/2 in. or more it qualifies any thickness (QW-452.1(b)); default false",
         ),
       write: 'always',
     },
@@ -95,7 +95,9 @@ export const welderQualifications = defineResource({
         .trim()
         .min(1)
         .max(2000)
-        .describe('why it was revoked; given together with revokedOn'),
+        .describe(
+          "why it was revoked: the specific reason to question the welder's ability (QW-322.1(b)); given together with revokedOn",
+        ),
     }),
     renewsQualificationId: column.id('renews_qualification_id', {
       nullable: true,
