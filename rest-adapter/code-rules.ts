@@ -113,7 +113,7 @@ const TIERS =
 //------------------------------------------------------------------------------------------------
 // Examination selections
 
-const ExaminationSelection = z
+export const ExaminationSelection = z
   .object({
     id: z.uuid(),
     weldId: z.uuid(),
@@ -175,7 +175,7 @@ const ExaminationSelectionPage = pageOf(ExaminationSelection);
 /** A line number as an ISO holds it. */
 const lineNumber = isos.fields.lineNumber!.type;
 
-const ExaminationSelectionQuery = z.strictObject({
+export const ExaminationSelectionQuery = z.strictObject({
   limit: limitParam,
   cursor: cursorParam.optional().describe('nextCursor of the previous page'),
   state: z.enum(SELECTION_STATES).optional(),
@@ -187,7 +187,7 @@ const ExaminationSelectionQuery = z.strictObject({
   lineNumber: lineNumber.optional().describe('selections of welds on this line'),
 });
 
-const DrawBody = z.strictObject({
+export const DrawBody = z.strictObject({
   method: z.enum(NDT_METHODS).describe('the NDT method the sample is for (RT, ...)'),
   lineNumber: lineNumber
     .optional()
@@ -588,7 +588,7 @@ const COMPUTED: Computed[] = [
 //------------------------------------------------------------------------------------------------
 // A welder's continuity log (ASME IX QW-322.1(a))
 
-const ContinuityUse = z
+export const ContinuityUse = z
   .object({
     usedOn: calendarDate,
     process: z.enum(WELDING_PROCESSES),
@@ -632,7 +632,7 @@ const ContinuityQuery = z.strictObject({
   process: z.enum(WELDING_PROCESSES).optional(),
 });
 
-const ContinuityBody = z.strictObject({
+export const ContinuityBody = z.strictObject({
   usedOn: calendarDate.describe('the day the welder used the process'),
   process: z.enum(WELDING_PROCESSES),
   reference: z
@@ -646,7 +646,7 @@ const ContinuityBody = z.strictObject({
 //------------------------------------------------------------------------------------------------
 // Withdrawing a released test package
 
-const WithdrawBody = z.strictObject({
+export const WithdrawBody = z.strictObject({
   // Judged by the database (as a transition rule's reason is), so a missing, empty or blank reason
   // is one answer: 422 /problems/reason-required, after the role check.
   reason: z

@@ -45,7 +45,7 @@ export interface ImportOptions {
   maxBytes: number;
 }
 
-const ImportRecord = z
+export const ImportRecord = z
   .object({
     id: z.uuid(),
     kind: z.literal('welds'),
