@@ -47,6 +47,7 @@ import { problems, zodIssues } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
+import { isos } from './isos.ts';
 import {
   cursorParam,
   encodeTextCursor,
@@ -112,7 +113,7 @@ const TIERS =
 //------------------------------------------------------------------------------------------------
 // Examination selections
 
-const ExaminationSelection = z
+export const ExaminationSelection = z
   .object({
     id: z.uuid(),
     weldId: z.uuid(),
@@ -132,7 +133,7 @@ const ExaminationSelection = z
       .max(MAX_SEED)
       .nullable()
       .describe(
-        "the draw's seed (progressive tiers: the seed of the selection that caused them); null for examined selections and the tiers they cause",
+        "the draw's seed (progressive tiers: their cause's); null for a counted (examined) selection and the tiers it causes",
       ),
     reason: z.string().describe('why it was selected, in words'),
     causeSelectionId: z
@@ -166,12 +167,15 @@ const ExaminationSelection = z
     selectedAt: z.iso.datetime(),
   })
   .describe(
-    'A weld selected for examination by one NDT method; a weld is selected once per method.',
+    'A weld selected for examination by a method: drawn at random (with the seed), counted because an examination already covered it (examined), or drawn by progressive examination (tier 1, 2 or full, with the rejection that caused it); a weld is selected once per method.',
   );
 
 const ExaminationSelectionPage = pageOf(ExaminationSelection);
 
-const ExaminationSelectionQuery = z.strictObject({
+/** A line number as an ISO holds it. */
+const lineNumber = isos.fields.lineNumber!.type;
+
+export const ExaminationSelectionQuery = z.strictObject({
   limit: limitParam,
   cursor: cursorParam.optional().describe('nextCursor of the previous page'),
   state: z.enum(SELECTION_STATES).optional(),
@@ -180,15 +184,12 @@ const ExaminationSelectionQuery = z.strictObject({
   isoId: z.uuid().optional().describe("selections of this ISO's welds"),
   welderId: z.uuid().optional().describe("selections of this welder's welds"),
   weldId: z.uuid().optional(),
-  lineNumber: z.string().min(1).max(100).optional().describe('selections of welds on this line'),
+  lineNumber: lineNumber.optional().describe('selections of welds on this line'),
 });
 
-const DrawBody = z.strictObject({
+export const DrawBody = z.strictObject({
   method: z.enum(NDT_METHODS).describe('the NDT method the sample is for (RT, ...)'),
-  lineNumber: z
-    .string()
-    .min(1)
-    .max(100)
+  lineNumber: lineNumber
     .optional()
     .describe("draw for the lots of this line's welds (exactly one of lineNumber and isoId)"),
   isoId: z
@@ -587,7 +588,7 @@ const COMPUTED: Computed[] = [
 //------------------------------------------------------------------------------------------------
 // A welder's continuity log (ASME IX QW-322.1(a))
 
-const ContinuityUse = z
+export const ContinuityUse = z
   .object({
     usedOn: calendarDate,
     process: z.enum(WELDING_PROCESSES),
@@ -631,7 +632,7 @@ const ContinuityQuery = z.strictObject({
   process: z.enum(WELDING_PROCESSES).optional(),
 });
 
-const ContinuityBody = z.strictObject({
+export const ContinuityBody = z.strictObject({
   usedOn: calendarDate.describe('the day the welder used the process'),
   process: z.enum(WELDING_PROCESSES),
   reference: z
@@ -639,13 +640,13 @@ const ContinuityBody = z.strictObject({
     .trim()
     .min(1)
     .max(500)
-    .describe('the document that shows the use: a log, a report number'),
+    .describe('the document that shows the use (a log, a report number)'),
 });
 
 //------------------------------------------------------------------------------------------------
 // Withdrawing a released test package
 
-const WithdrawBody = z.strictObject({
+export const WithdrawBody = z.strictObject({
   // Judged by the database (as a transition rule's reason is), so a missing, empty or blank reason
   // is one answer: 422 /problems/reason-required, after the role check.
   reason: z

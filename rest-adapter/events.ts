@@ -30,26 +30,28 @@ export const Event = z
     id: z
       .string()
       .regex(/^[0-9]+$/)
-      .describe('the cursor: ids grow in commit order within a tenant (a decimal string)'),
+      .describe(
+        'the cursor: within a tenant, ids follow commit order, so reading id > cursor never misses an event; a decimal string',
+      ),
     type: z.enum(EVENT_TYPES),
     subjectId: z.uuid().describe('the id of the resource that changed'),
     actorId: z
       .uuid()
       .nullable()
       .describe(
-        'the user whose request made the change; null outside a request (a DBA, an import)',
+        'the user whose request made the change; null for changes made outside a request (a DBA, an import)',
       ),
-    occurredAt: z.iso.datetime().describe("the changing transaction's time"),
+    occurredAt: z.iso.datetime().describe('the time of the changing transaction (its start)'),
     data: z
       .record(z.string(), z.unknown())
       .describe(
-        "the resource as its GET shows it after the change (an ISO's without weldCounts, which change with its welds); for *.deleted, as it was last stored (without membership lists); for webhook.paused, the endpoint without its URL (WebhookPausedData)",
+        "the resource as REST shows it at commit (for deleted: as it was last stored, without membership lists); an ISO's without weldCounts, which change with its welds; for webhook.paused, the endpoint without its URL (WebhookPausedData)",
       ),
     change: z
       .record(z.string(), z.unknown())
       .nullable()
       .describe(
-        'weld.status_changed: {from, to, reason, cause, ndtRecordId}; a test package state change: {from, to}; else null',
+        "for weld.status_changed: from, to, reason, cause, ndtRecordId; for a test package's state: from, to; else null",
       ),
   })
   .describe('One committed change of a resource.');

@@ -74,7 +74,10 @@ export const ExaminationHistoryEntry = z.object({
     .describe('what changed'),
   before: z.record(z.string(), z.unknown()).nullable().describe('the values before (camelCase)'),
   after: z.record(z.string(), z.unknown()).nullable().describe('the values after (camelCase)'),
-  reason: z.string().nullable().describe('the reason the correction gave'),
+  reason: z
+    .string()
+    .nullable()
+    .describe('why it was changed: the reason given with the correction (at most 2000 characters)'),
   changedBy: z.uuid().nullable(),
   changedAt: z.iso.datetime(),
 });

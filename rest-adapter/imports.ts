@@ -45,7 +45,7 @@ export interface ImportOptions {
   maxBytes: number;
 }
 
-const ImportRecord = z
+export const ImportRecord = z
   .object({
     id: z.uuid(),
     kind: z.literal('welds'),
@@ -59,7 +59,9 @@ const ImportRecord = z
     unchanged: z.number().int(),
     isosCreated: z.number().int(),
   })
-  .describe('An import that wrote: who, when, which file, what it did.');
+  .describe(
+    "One row per import that wrote: who, when, the file's SHA-256 and size, and what it did.",
+  );
 
 const DryRunAnswer = z.object({
   dryRun: z.literal(true),

@@ -5,19 +5,26 @@
 // not move welds' statuses, and are never deleted.
 import { z } from 'zod';
 import { EXAMINATION_RESULTS, INSPECTION_KINDS } from '../db/vocabulary.ts';
-import { calendarDate, column, defineResource, examinationWrites } from './resource.ts';
+import { calendarDate, column, defineResource, examinationWrites, type Field } from './resource.ts';
 
+const fields = {
+  kind: { column: 'kind', type: z.enum(INSPECTION_KINDS), filter: true },
+  inspectorName: column.text('inspector_name', 200),
+  inspectedOn: column.date('inspected_on'),
+  result: { column: 'result', type: z.enum(EXAMINATION_RESULTS), filter: true },
+  notes: column.text('notes', 10_000, { nullable: true }),
+  recordedBy: column.id('recorded_by', { nullable: true }),
+} satisfies Record<string, Field>;
+
+// What a record and its correction give: the fields as they are read, and the welds.
 const inspectionFields = {
-  kind: z.enum(INSPECTION_KINDS),
-  inspectorName: z
-    .string()
-    .min(1)
-    .max(200)
+  kind: fields.kind.type,
+  inspectorName: fields.inspectorName.type
     .optional()
     .describe("default: the signed-in user's name"),
-  inspectedOn: calendarDate,
-  result: z.enum(EXAMINATION_RESULTS),
-  notes: z.string().max(10_000).nullable().optional(),
+  inspectedOn: fields.inspectedOn.type,
+  result: fields.result.type,
+  notes: fields.notes.type.nullable().optional(),
   weldIds: z.array(z.uuid()).min(1).max(1000),
 };
 
@@ -29,14 +36,7 @@ export const inspections = defineResource({
   table: 'weld_public.inspections',
   description:
     'An examination other than NDT (fit-up, visual, dimensional, final) and the welds it covers.',
-  fields: {
-    kind: { column: 'kind', type: z.enum(INSPECTION_KINDS), filter: true },
-    inspectorName: column.text('inspector_name', 200),
-    inspectedOn: column.date('inspected_on'),
-    result: { column: 'result', type: z.enum(EXAMINATION_RESULTS), filter: true },
-    notes: column.text('notes', 10_000, { nullable: true }),
-    recordedBy: column.id('recorded_by', { nullable: true }),
-  },
+  fields,
   links: {
     weldIds: {
       table: 'weld_public.inspection_welds',

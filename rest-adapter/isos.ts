@@ -23,12 +23,14 @@ import { PACKAGE_RELEASED } from './test-packages.ts';
 const count = (what: string) => z.number().int().min(0).describe(what);
 
 const COUNTS = {
-  total: count('every weld of the ISO, voided ones included'),
+  total: count(
+    'every weld of the ISO, voided ones included (total - voided: the welds still in the design)',
+  ),
   pending: count('welds PENDING'),
   accepted: count('welds ACCEPTED'),
   rejected: count('welds REJECTED'),
   repair: count('welds in REPAIR'),
-  voided: count('welds VOIDED (total - voided: the welds still in the design)'),
+  voided: count('welds VOIDED: cut out or deleted from the design, kept for audit'),
 };
 
 const WeldCounts = z

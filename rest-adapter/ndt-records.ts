@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { EXAMINATION_RESULTS, NDT_METHODS } from '../db/vocabulary.ts';
 import { problem } from './http/operation.ts';
-import { calendarDate, column, defineResource, examinationWrites } from './resource.ts';
+import { calendarDate, column, defineResource, examinationWrites, type Field } from './resource.ts';
 
 const result = z.enum(EXAMINATION_RESULTS);
 
@@ -29,11 +29,26 @@ const FilmInterval = z.strictObject({
   weldIds: z.array(z.uuid()).min(1).max(20).describe('welds of this record the interval shows'),
 });
 
+const fields = {
+  method: { column: 'method', type: z.enum(NDT_METHODS), filter: true },
+  reportNumber: column.text('report_number', 100),
+  examinedOn: column.date('examined_on'),
+  technician: column.text('technician', 200, { nullable: true }),
+  notes: column.text('notes', 10_000, { nullable: true }),
+  result: {
+    column: 'result',
+    type: result.describe('rejected when any weld is'),
+    filter: true,
+  },
+  recordedBy: column.id('recorded_by', { nullable: true }),
+} satisfies Record<string, Field>;
+
+// What a record and its correction give: the fields as they are read, and the lists.
 const reportFields = {
-  reportNumber: z.string().min(1).max(100),
-  examinedOn: calendarDate,
-  technician: z.string().max(200).nullable().optional(),
-  notes: z.string().max(10_000).nullable().optional(),
+  reportNumber: fields.reportNumber.type,
+  examinedOn: fields.examinedOn.type,
+  technician: fields.technician.type.nullable().optional(),
+  notes: fields.notes.type.nullable().optional(),
   welds: z.array(WeldResult).min(1).max(200),
   filmIntervals: z
     .array(FilmInterval)
@@ -54,20 +69,8 @@ export const ndtRecords = defineResource({
   plural: 'NDT records',
   table: 'weld_public.ndt_records',
   description:
-    'One non-destructive examination report (RT, UT, ...), the welds it covers with their results, and for RT its film intervals.',
-  fields: {
-    method: { column: 'method', type: z.enum(NDT_METHODS), filter: true },
-    reportNumber: column.text('report_number', 100),
-    examinedOn: column.date('examined_on'),
-    technician: column.text('technician', 200, { nullable: true }),
-    notes: column.text('notes', 10_000, { nullable: true }),
-    result: {
-      column: 'result',
-      type: result.describe('rejected when any weld is'),
-      filter: true,
-    },
-    recordedBy: column.id('recorded_by', { nullable: true }),
-  },
+    'One non-destructive examination report (RT, UT, ...) and the welds it covers, with their results; for RT also its film intervals.',
+  fields,
   computed: {
     welds: {
       read: WELDS_WITH_RESULTS,
@@ -100,7 +103,7 @@ export const ndtRecords = defineResource({
   },
   ...examinationWrites(
     { record: 'weld_public.record_ndt', correct: 'weld_public.correct_ndt_record' },
-    { method: z.enum(NDT_METHODS), ...reportFields },
+    { method: fields.method.type, ...reportFields },
     reportFields,
   ),
 });

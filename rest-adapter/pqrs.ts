@@ -63,7 +63,7 @@ export const pqrs = defineResource({
         .min(1)
         .max(2)
         .describe(
-          'the joint the coupon was welded on, as ASME IX P-numbers: one (P-No. 1 to P-No. 1) or two (P-No. 1 to P-No. 8)',
+          'the joint the coupon was welded on (ASME IX QW-422 P-numbers): one (P-No. 1 to P-No. 1) or two (P-No. 1 to P-No. 8)',
         ),
       write: 'always',
       required: true,

@@ -115,17 +115,21 @@ const eventTypes = z
   .max(EVENT_TYPES.length)
   .refine((types) => new Set(types).size === types.length, 'lists a type twice');
 
+// The lengths of weld_hidden.webhooks' checks; the address rules judge the URL itself.
+const url = z.string().min(1).max(2000);
+const description = z.string().max(500).nullable();
+
 export const WebhookCreate = z.strictObject({
-  url: z.string().min(1).max(2000),
+  url,
   eventTypes: eventTypes.optional().describe('default: every type'),
-  description: z.string().max(500).nullable().optional(),
+  description: description.optional(),
   active: z.boolean().optional().describe('default true'),
 });
 
 export const WebhookPatch = z.strictObject({
-  url: z.string().min(1).max(2000).optional().describe('a new URL makes you its author'),
+  url: url.optional().describe('a new URL makes you its author'),
   eventTypes: eventTypes.optional().describe('new event types make you its author'),
-  description: z.string().max(500).nullable().optional(),
+  description: description.optional(),
   active: z
     .boolean()
     .optional()

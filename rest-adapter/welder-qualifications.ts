@@ -16,7 +16,7 @@ export const welderQualifications = defineResource({
   noun: 'welder qualification',
   plural: 'welder qualifications',
   table: 'weld_public.welder_qualifications',
-  description: 'What a welder may weld: a WPS or a process, positions, ranges and dates.',
+  description: 'What a welder may weld: a WPS or process, positions, ranges and dates.',
   fields: {
     welderId: column.id('welder_id', { write: 'create', required: true, filter: true }),
     wpsId: column.id('wps_id', { nullable: true, write: 'always' }),
@@ -35,13 +35,16 @@ export const welderQualifications = defineResource({
     },
     diameterMinIn: column.number('diameter_min_in', inches, { nullable: true, write: 'always' }),
     diameterMaxIn: column.number('diameter_max_in', inches, { nullable: true, write: 'always' }),
-    thicknessMaxIn: column.number('thickness_max_in', inches, { nullable: true, write: 'always' }),
+    thicknessMaxIn: column.number('thickness_max_in', inches.positive(), {
+      nullable: true,
+      write: 'always',
+    }),
     couponDiameterIn: column.number(
       'coupon_diameter_in',
       inches
         .positive()
         .describe(
-          "outside diameter of the WPQ test coupon, inches; with no diameterMinIn, the range rules (QW-452.3) give the smallest diameter it covers; null: the PQR's diameterTestedIn stands in",
+          "outside diameter of the test coupon (in.); QW-452.3 derives the qualified diameters from it: with no diameterMinIn, the range rules give the smallest diameter it covers; null: the PQR's diameterTestedIn stands in",
         ),
       { nullable: true, write: 'always' },
     ),
@@ -50,7 +53,7 @@ export const welderQualifications = defineResource({
       inches
         .positive()
         .describe(
-          "thickness of the WPQ test coupon, inches; with no thicknessMaxIn, the range rules (QW-452.1) give the thickest it covers; null: the PQR's thicknessTestedIn stands in",
+          "thickness of the test coupon (in.); QW-452.1 derives the qualified thickness from it: with no thicknessMaxIn, the range rules give the thickest it covers; null: the PQR's thicknessTestedIn stands in",
         ),
       { nullable: true, write: 'always' },
     ),
@@ -59,7 +62,7 @@ export const welderQualifications = defineResource({
       type: z
         .enum(QUALIFICATION_JOINTS)
         .describe(
-          'groove (default): groove welds in its ranges and fillet welds of every size (QW-303.1); fillet: fillet welds only (QW-303.2)',
+          'groove (default): covers groove welds and fillet welds of every size (QW-303.1); fillet: fillet welds only (QW-303.2)',
         ),
       write: 'always',
     },
@@ -68,7 +71,7 @@ export const welderQualifications = defineResource({
       type: z
         .boolean()
         .describe(
-          'the coupon was deposited in at least three layers: with 1/2 in. or more it qualifies any thickness (QW-452.1(b)); default false',
+          "the coupon's weld metal was deposited in at least three layers: with t of 1/2 in. or more it qualifies any thickness (QW-452.1(b)); default false",
         ),
       write: 'always',
     },
@@ -85,7 +88,16 @@ export const welderQualifications = defineResource({
     revocationReason: column.text('revocation_reason', 2000, {
       nullable: true,
       write: 'always',
-      type: z.string().max(2000).describe('why it was revoked; given together with revokedOn'),
+      // The CHECK counts the reason without its blanks, and refuses a blank one: so does REST,
+      // which stores it trimmed (as a continuity use's reference).
+      type: z
+        .string()
+        .trim()
+        .min(1)
+        .max(2000)
+        .describe(
+          "why it was revoked: the specific reason to question the welder's ability (QW-322.1(b)); given together with revokedOn",
+        ),
     }),
     renewsQualificationId: column.id('renews_qualification_id', {
       nullable: true,

@@ -110,7 +110,11 @@ export const welds = defineResource({
     },
     repairCycle: {
       column: 'repair_cycle',
-      type: z.number().int().describe('0 at first examination; +1 per repair released'),
+      type: z
+        .number()
+        .int()
+        .min(0)
+        .describe('first examination 0; each repair released (REJECTED -> REPAIR) adds 1'),
     },
   },
   filters: { status: { sql: 'r.status = any(?::weld_public.weld_status[])', type: statusList } },

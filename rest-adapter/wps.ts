@@ -39,7 +39,7 @@ export const wps = defineResource({
         .min(1)
         .max(2)
         .describe(
-          'the joint it covers, as ASME IX P-numbers (QW-403.11): one (P-No. 1 to P-No. 1) or two (P-No. 1 to P-No. 8); null: not recorded (DATA_MISSING on its welds)',
+          'the joint the WPS covers (QW-403.11): one P-number (P-No. 1 to P-No. 1) or two (P-No. 1 to P-No. 8); null: not recorded (DATA_MISSING)',
         ),
       nullable: true,
       write: 'always',

@@ -3,6 +3,8 @@
 import { readFile } from 'node:fs/promises';
 import test from 'ava';
 import {
+  EVENT_RESOURCES,
+  EVENT_TYPES,
   EXAMINATION_LOTS,
   EXAMINATION_RESULTS,
   FLUID_SERVICES,
@@ -23,6 +25,8 @@ import {
   WELD_CHECK_MODES,
   WELD_STATUSES,
   WELD_TYPES,
+  WELDING_POSITIONS,
+  WELDING_PROCESSES,
   WPS_STATES,
 } from '../../db/vocabulary.ts';
 import { migratedDatabase, superuserQuery } from '../helpers/database.ts';
@@ -87,6 +91,12 @@ test('enums, checked value lists and request roles match the database', async (t
   t.deepEqual(await checkedValues('weld_public.welder_qualifications', 'joint'), [
     ...QUALIFICATION_JOINTS,
   ]);
+  t.deepEqual(await checkedValues('weld_public.welder_qualifications', 'positions'), [
+    ...WELDING_POSITIONS,
+  ]);
+  t.deepEqual(await checkedValues('weld_public.welder_continuity', 'process'), [
+    ...WELDING_PROCESSES,
+  ]);
   t.deepEqual(await checkedValues('weld_public.tenant_settings', 'examination_lot'), [
     ...EXAMINATION_LOTS,
   ]);
@@ -136,12 +146,36 @@ test('the values the code rules compute are spelled as their SQL functions spell
   )
     .map((r) => r.src)
     .join('\n');
+  // The event types besides each resource's created, updated and deleted (next test).
+  const OTHER_EVENT_TYPES = EVENT_TYPES.filter(
+    (type) =>
+      !EVENT_RESOURCES.some(
+        (kind) =>
+          /^(created|updated|deleted)$/.test(type.slice(kind.length + 1)) &&
+          type.startsWith(`${kind}.`),
+      ),
+  );
   for (const [name, values] of Object.entries({
     SELECTION_STATES,
     QUALIFICATION_STATES,
     WELD_CHECK_CODES,
     READINESS_CODES,
+    OTHER_EVENT_TYPES,
   })) {
     for (const value of values) t.true(sources.includes(`'${value}'`), `${name}: '${value}'`);
   }
+});
+
+test('the event resources are the kinds the outbox triggers are created with', async (t) => {
+  // weld_private.tg__outbox(kind) writes <kind>.created, .updated and .deleted for its table.
+  const { rootUrl } = await migratedDatabase(t);
+  const kinds = await superuserQuery<{ kind: string }>(
+    rootUrl,
+    `select distinct split_part(encode(t.tgargs, 'escape'), '\\000', 1) as kind
+       from pg_trigger t where t.tgfoid = 'weld_private.tg__outbox'::regproc order by 1`,
+  );
+  t.deepEqual(
+    kinds.map((k) => k.kind),
+    [...EVENT_RESOURCES].sort(),
+  );
 });
