@@ -192,8 +192,13 @@ function untilInterrupted(): Promise<void> {
 }
 
 if (import.meta.main) {
-  main(process.argv[2], process.argv.slice(3)).catch((error: Error) => {
-    console.error(error.message);
-    process.exit(1);
-  });
+  main(process.argv[2], process.argv.slice(3)).then(
+    // graphile-migrate's watch keeps its file watcher open and offers no way to close it: without
+    // this exit, the first Ctrl-C would release the database and leave the process running.
+    () => process.argv[2] === 'watch' && process.exit(),
+    (error: Error) => {
+      console.error(error.message);
+      process.exit(1);
+    },
+  );
 }

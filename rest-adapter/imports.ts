@@ -28,7 +28,7 @@ import {
 } from './http/operation.ts';
 import { databaseProblem, HttpProblem, problems, restNaming, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
-import type { Route } from './http/route.ts';
+import { dataBase, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { encodeCursor, cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
 import { booleanParam, inDatabase, pathId } from './resource.ts';
@@ -249,7 +249,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
           if (outcome.dryRun) {
             res.status(200).json({ dryRun: true, ...outcome.counts });
           } else {
-            res.setHeader('Location', `${req.baseUrl}/imports/${outcome.record.id}`);
+            res.setHeader('Location', `${dataBase(req)}/imports/${outcome.record.id}`);
             res.status(201).json(outcome.record);
           }
         } finally {

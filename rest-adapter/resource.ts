@@ -46,7 +46,7 @@ import {
   zodIssues,
   type ValidationIssue,
 } from './http/problem.ts';
-import type { Route } from './http/route.ts';
+import { dataBase, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import {
@@ -809,7 +809,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
           return created;
         });
         for (const [name, value] of Object.entries(answer.headers)) {
-          res.setHeader(name, name === 'Location' ? `${req.baseUrl}${value}` : value);
+          res.setHeader(name, name === 'Location' ? `${dataBase(req)}${value}` : value);
         }
         if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
         res.setHeader('Cache-Control', 'private, no-cache');

@@ -34,7 +34,7 @@ import {
 } from './http/operation.ts';
 import { HttpProblem, problems, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
-import type { Route } from './http/route.ts';
+import { dataBase, type Route } from './http/route.ts';
 import type { TargetRules } from './http/webhook-address.ts';
 import { newWebhookSecret, signedDelivery, webhookUrlProblem } from './http/webhook-delivery.ts';
 import {
@@ -383,7 +383,7 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
           );
           return (await readWebhook(db, id))!;
         });
-        res.setHeader('Location', `${req.baseUrl}${base}/${id}`);
+        res.setHeader('Location', `${dataBase(req)}${base}/${id}`);
         res.setHeader('ETag', `"${item.version}"`);
         res.setHeader('Cache-Control', 'no-store');
         res.status(201).json({ ...item, secret });

@@ -55,11 +55,13 @@ export function requestLogging(logger: Logger): RequestHandler {
     req.log = logger.child({ reqId: req.id });
     res.setHeader('X-Request-Id', req.id);
     const started = process.hrtime.bigint();
+    // The path as asked: a router mounted at /api trims req.path while the request is inside it.
+    const path = req.path;
     res.on('close', () => {
       req.log.info(
         {
           method: req.method,
-          path: req.path,
+          path,
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           tenant: req.tenant?.slug,

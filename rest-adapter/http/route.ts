@@ -34,6 +34,13 @@ export interface Route {
 /** Where the data paths are mounted (spec section 4: the bare paths are canonical). */
 export const DATA_BASES = ['/api', '/'] as const;
 
+/**
+ * The base a data path was asked under, as the service spells it ('' or '/api'), for the paths
+ * it answers with (Location): express matches a mount case-insensitively, so req.baseUrl may be
+ * "/API".
+ */
+export const dataBase = (req: express.Request) => (req.baseUrl === '' ? '' : '/api');
+
 /** A router with each path's methods, and 405 (or the OPTIONS answer) for the others. */
 export function mount(
   routes: Route[],
@@ -69,7 +76,7 @@ export function mount(
   // other, rather than a 500.
   const undecodable: ErrorRequestHandler = (error, req, _res, next) => {
     const decoding = error instanceof URIError && (error as { status?: unknown }).status === 400;
-    next(decoding ? problems.notFound(`No resource at ${req.path}.`) : error);
+    next(decoding ? problems.notFound(`No resource at ${req.baseUrl}${req.path}.`) : error);
   };
   router.use(undecodable);
   return router;

@@ -102,3 +102,20 @@ test('every route the service mounts is a documented operation, and every operat
   t.deepEqual([...served].filter((o) => !inDocument.has(o)).sort(), [], 'served, not documented');
   t.deepEqual([...inDocument].filter((o) => !served.has(o)).sort(), [], 'documented, not served');
 });
+
+test('an operation needs no token exactly when its route is anonymous; data routes never are', (t) => {
+  const routes = inertServiceRoutes().filter((r) => r.doc);
+  t.true(routes.length > 30);
+  t.deepEqual(
+    routes
+      .filter((r) => (r.anonymous === true) !== (JSON.stringify(r.doc!.security) === '[]'))
+      .map((r) => `${r.method} ${r.path}`),
+    [],
+    'security [] in the document, and anonymous on the route, go together',
+  );
+  t.deepEqual(
+    routes.filter((r) => r.data && (r.anonymous || r.tenant === false)).map((r) => r.path),
+    [],
+    'a data path is served at /api after tenant resolution too: it must need both',
+  );
+});
