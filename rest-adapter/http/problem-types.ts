@@ -421,5 +421,5 @@ export function problemTable(style: 'openapi' | 'docs', limits: ProblemLimits): 
   const head =
     style === 'openapi' ? ['type', 'status', 'meaning'] : ['type', 'status', 'SQLSTATE', 'meaning'];
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+  return [line(head), `|${head.map(() => '---').join('|')}|`, ...rows.map(line)].join('\n');
 }
