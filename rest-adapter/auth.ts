@@ -29,7 +29,7 @@ import {
   tokenHash,
 } from './http/auth/refresh-tokens.ts';
 import { common, content, json, problem, ref } from './http/operation.ts';
-import { HttpProblem } from './http/problem.ts';
+import { problemOf } from './http/problem.ts';
 import type { Route } from './http/route.ts';
 import {
   authProblems,
@@ -94,23 +94,17 @@ export interface AuthDeps {
 
 const problems = {
   invalidCredentials: () =>
-    new HttpProblem(401, {
-      type: '/problems/invalid-credentials',
-      title: 'Invalid credentials',
+    problemOf('invalid-credentials', {
       detail: 'The user name or password is wrong.',
       headers: { 'WWW-Authenticate': 'Bearer realm="weld-data-service"' },
     }),
   invalidRefreshToken: () =>
-    new HttpProblem(401, {
-      type: '/problems/invalid-refresh-token',
-      title: 'Invalid refresh token',
+    problemOf('invalid-refresh-token', {
       detail: 'The refresh token is unknown, used, expired or revoked; sign in again.',
       headers: { 'WWW-Authenticate': 'Bearer realm="weld-data-service", error="invalid_token"' },
     }),
   tooManyAttempts: (seconds: number) =>
-    new HttpProblem(429, {
-      type: '/problems/too-many-login-attempts',
-      title: 'Too many login attempts',
+    problemOf('too-many-login-attempts', {
       detail: `Too many failed logins; try again in ${seconds} s.`,
       headers: { 'Retry-After': String(seconds) },
     }),

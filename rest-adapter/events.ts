@@ -16,7 +16,7 @@ import { prepared } from '../db/database.ts';
 import type { EventNotifications } from '../db/event-notifications.ts';
 import { EVENT_PAGE_SIZE, EVENT_RESOURCES, EVENT_TYPES } from '../db/vocabulary.ts';
 import { common, content, header, json, page, problem, queryParameters } from './http/operation.ts';
-import { HttpProblem, problems, zodIssues } from './http/problem.ts';
+import { HttpProblem, problemOf, problems, zodIssues } from './http/problem.ts';
 import { authProblems } from './http/session.ts';
 import type { Route } from './http/route.ts';
 import { inDatabase } from './resource.ts';
@@ -145,9 +145,7 @@ interface Filter {
 
 /** Why a cursor cannot be followed: its events have been purged (EVENT_RETENTION_DAYS). */
 const cursorExpired = (purgedThrough: string) =>
-  new HttpProblem(410, {
-    type: '/problems/cursor-expired',
-    title: 'Cursor expired',
+  problemOf('cursor-expired', {
     detail: `Events up to ${purgedThrough} have been purged, so some after this cursor are gone; read the resources again, then follow the feed from after=now.`,
     extensions: { purgedThrough },
   });
@@ -275,9 +273,7 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
     const key = `${req.tenant!.id} ${req.identity!.userId}`;
     const open = places.get(key) ?? 0;
     if (open >= options.streamsPerUser) {
-      throw new HttpProblem(429, {
-        type: '/problems/too-many-streams',
-        title: 'Too many streams',
+      throw problemOf('too-many-streams', {
         detail: `This user has ${open} event streams and waiting long-polls open here, the most allowed; close one first.`,
         headers: { 'Retry-After': '10' },
       });

@@ -10,7 +10,7 @@
 import type { Request } from 'express';
 import type pg from 'pg';
 import { prepared } from '../db/database.ts';
-import { HttpProblem, problems } from './http/problem.ts';
+import { problemOf, problems } from './http/problem.ts';
 
 export interface IdempotentAnswer {
   status: number;
@@ -68,9 +68,7 @@ export async function claimIdempotencyKey(
   );
   const earlier = rows[0];
   if (earlier && earlier.request_hash !== requestHash) {
-    throw new HttpProblem(422, {
-      type: '/problems/idempotency-key-reused',
-      title: 'Idempotency key reused',
+    throw problemOf('idempotency-key-reused', {
       detail:
         'This Idempotency-Key was used within the last 24 hours for a different request; use a new key.',
       extensions: {
@@ -80,9 +78,7 @@ export async function claimIdempotencyKey(
   }
   if (!earlier || earlier.response_status === null) {
     // Not reachable: the claim and the answer commit together. Said plainly if it ever is.
-    throw new HttpProblem(409, {
-      type: '/problems/conflict',
-      title: 'Conflict',
+    throw problemOf('conflict', {
       detail: 'A request with this Idempotency-Key has not finished; retry shortly.',
     });
   }

@@ -26,7 +26,14 @@ import {
   queryParameters,
   ref,
 } from './http/operation.ts';
-import { databaseProblem, HttpProblem, problems, restNaming, zodIssues } from './http/problem.ts';
+import {
+  databaseProblem,
+  HttpProblem,
+  problemOf,
+  problems,
+  restNaming,
+  zodIssues,
+} from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
 import { dataBase, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
@@ -206,9 +213,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
         await inDatabase(pool, req, (db) => db.query('select weld_hidden.begin_weld_import()'));
         const done = inFlight.take(req.tenant!.id, IMPORTS_PER_TENANT);
         if (!done) {
-          throw new HttpProblem(429, {
-            type: '/problems/too-many-imports',
-            title: 'Too many imports at once',
+          throw problemOf('too-many-imports', {
             detail:
               `This tenant already has ${IMPORTS_PER_TENANT} imports in progress, the most ` +
               'allowed at once; send this one when one of them has answered.',
@@ -226,9 +231,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
             throw databaseProblem(error, await restNaming(pool)) ?? error;
           });
           if (!outcome.ok && outcome.conflict) {
-            throw new HttpProblem(409, {
-              type: '/problems/import-conflict',
-              title: 'The register changed meanwhile',
+            throw problemOf('import-conflict', {
               detail:
                 `${outcome.errorCount} weld${outcome.errorCount === 1 ? '' : 's'} of the file changed ` +
                 'between the check and the write; nothing was imported. Upload the file again.',
@@ -236,9 +239,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
             });
           }
           if (!outcome.ok) {
-            throw new HttpProblem(422, {
-              type: '/problems/import-invalid',
-              title: 'The file has errors',
+            throw problemOf('import-invalid', {
               detail:
                 `${outcome.errorCount} error${outcome.errorCount === 1 ? '' : 's'} in the file; ` +
                 'nothing was imported. Correct the lines named and upload the file again.',

@@ -6,9 +6,10 @@
 // behaviour, for the data paths only (auth, health, GraphQL and the documents live at the root).
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { PAGE_SIZE, WELD_STATUSES } from '../db/vocabulary.ts';
+import { WELD_STATUSES } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
 import { ref } from './http/operation.ts';
+import { problemTable } from './http/problem-types.ts';
 import type { Route } from './http/route.ts';
 import { RESOURCES } from './resources.ts';
 import { IMPORTS_PER_TENANT } from './imports.ts';
@@ -21,49 +22,18 @@ import {
 const rootOnly = { servers: [{ url: '/' }] };
 const bearerOrCookie = [{ bearer: [] }, { cookie: [] }];
 
-/** The problem types, for readers of the document alone (docs/api.md has the same table). */
+/**
+ * The problem types, for readers of the document alone: the registry's table
+ * (http/problem-types.ts; docs/api.md has it too, with the SQLSTATEs).
+ */
 const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when the HTTP status says it all, else one of:
 
-| type | status | meaning |
-|---|---|---|
-| /problems/unknown-tenant | 404 | no tenant is served from the request's origin |
-| /problems/validation-failed | 422 | the input broke its schema, or the database refused a value (a date outside 1900-01-01 to 2200-12-31, an examination of a weld not yet welded or dated before it was); \`errors\` names each parameter or field |
-| /problems/conflict | 409 | a unique key is taken within your tenant; \`errors\` names the field |
-| /problems/still-referenced | 409 | a delete of something other records still refer to (an ISO that holds welds) |
-| /problems/state-conflict | 409 | the record's state does not allow the change (a test package that is not open) |
-| /problems/ndt-result-refused | 409 | the lifecycle rules refuse an NDT result for some welds; \`welds\` names each with its status; nothing was recorded |
-| /problems/package-not-ready | 409 | a test package released, tested or closed while not ready; \`reasons\` lists the first 100 reasons (as GET /test-packages/{id}/readiness), \`reasonCount\` counts them all |
-| /problems/weld-checks-failed | 422 | the tenant refuses welds that fail the code checks, and this write (of the weld, or of a WPS, PQR or qualification it relies on) leaves a weld with WELDER_NOT_QUALIFIED, WPS_NOT_APPROVED, WPS_RANGE, WPS_PNUMBER or WPS_RANGE_UNSUPPORTED; \`checks\` names each ({code, detail}) |
-| /problems/package-released | 409 | a change of an ISO, a WPS, a PQR or a qualification would leave a released, tested or closed test package not ready; \`packages\` names each with its first reasons; withdraw a released package first (POST /test-packages/{id}/withdraw); a tested or closed one is the record of its test: record the change as a new WPS revision or qualification |
-| /problems/reexamination-open | 409 | the tenant refuses welds that fail the code checks, and a repaired weld is accepted by hand while the re-examination its repair owes is not recorded (B31.3 341.3.3); \`checks\` names it |
-| /problems/wps-not-qualified | 409 | a WPS approved, or an approved WPS changed, while its PQRs do not qualify it (no PQR, a process, its thickness range, its P-numbers); \`checks\` say what, \`wpsId\` which (absent when the refused write was its creation) |
-| /problems/concurrent-change | 409 | another request changed the same records at the same moment; nothing was written; retry (Retry-After) |
-| /problems/idempotency-key-reused | 422 | the Idempotency-Key was used in the last 24 hours for a different request |
-| /problems/unauthorized | 401 | no access token, or an invalid, expired or ended one |
-| /problems/invalid-credentials | 401 | login: wrong user name or password (one answer for every reason) |
-| /problems/invalid-refresh-token | 401 | refresh: the token is unknown, used, expired or revoked |
-| /problems/csrf-rejected | 403 | a cookie-authenticated unsafe request failed the CSRF check |
-| /problems/role-not-allowed | 403 | your role may not do this |
-| /problems/transition-not-allowed | 409 | the transition rules refuse the status change; \`allowed\` lists the next statuses they allow |
-| /problems/stale-version | 412 | If-Match does not match the current version, given as \`version\` |
-| /problems/reason-required | 422 | the transition rule requires a reason |
-| /problems/too-many-login-attempts | 429 | login throttled; Retry-After says when to try again |
-| /problems/cursor-expired | 410 | GET /events: events after this cursor have been purged (EVENT_RETENTION_DAYS); \`purgedThrough\` is the last purged id: read the resources again, then follow from after=now |
-| /problems/too-many-streams | 429 | GET /events/stream or a waiting GET /events: this user already holds the most streams and waiting long-polls allowed on this instance (EVENT_STREAMS_PER_USER); Retry-After |
-| /problems/import-conflict | 409 | POST /imports/welds: welds of the file changed between its check and its write (a PATCH meanwhile); nothing was imported; \`errors\` names their lines, \`errorCount\` counts them |
-| /problems/too-many-imports | 429 | POST /imports/welds: the tenant already has ${IMPORTS_PER_TENANT} imports in progress on this instance, the most allowed at once; Retry-After |
-| /problems/import-invalid | 422 | POST /imports/welds: the file has errors and nothing was imported; \`errors\` lists the first ${MAX_IMPORT_ERRORS} ({line, column, value, detail}, line 1 being the header) and \`errorCount\` counts them all |
-| /problems/too-many-webhooks | 409 | POST /webhooks: the tenant has ${MAX_WEBHOOKS_PER_TENANT} webhooks, the most allowed |
-| /problems/webhook-paused | 409 | POST /webhooks/{id}/test: the endpoint is paused (its author was deactivated or demoted); resume it first |
-| /problems/too-many-webhook-tests | 429 | POST /webhooks/{id}/test: the tenant already has ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight on this instance; Retry-After |
-| /problems/too-many-graphql-requests | 429 | POST /graphql: this user (GRAPHQL_REQUESTS_PER_USER) or tenant (GRAPHQL_REQUESTS_PER_TENANT) already has its most requests in flight on this instance; \`limit\`, \`scope\`, Retry-After |
-| /problems/query-too-large | 400 | GraphQL: a query text over 50,000 characters or 1,000 fields, or over the depth limit, or a connection read without first/last from 1 to ${PAGE_SIZE.max} |
-| /problems/query-too-costly | 400 | GraphQL: over the cost budget; \`cost\` and \`budget\` say by how much |
-| /problems/timeout | 503 | a statement timeout cancelled the work (DB_STATEMENT_TIMEOUT_MS) |
-| /problems/busy | 503 | every database connection of this instance stayed busy for DB_POOL_WAIT_MS; Retry-After |
-| /problems/database-unavailable | 503 | the database does not answer; Retry-After |
-| /problems/schema-behind | 503 | readiness: the database lacks a migration this build needs |
-| /problems/shutting-down | 503 | readiness: the instance is stopping |`;
+${problemTable('openapi', {
+  importsPerTenant: IMPORTS_PER_TENANT,
+  importErrors: MAX_IMPORT_ERRORS,
+  webhooksPerTenant: MAX_WEBHOOKS_PER_TENANT,
+  webhookTestsPerTenant: MAX_WEBHOOK_TESTS_PER_TENANT,
+})}`;
 
 /** The paths of the routes that describe themselves (Route.doc), in route order. */
 function routePaths(routes: Route[]) {

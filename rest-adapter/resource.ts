@@ -41,6 +41,7 @@ import {
 import {
   databaseProblem,
   HttpProblem,
+  problemOf,
   problems,
   restNaming,
   zodIssues,
@@ -408,9 +409,7 @@ export function expectedVersion(req: Request, tagged = false): number | null {
   const issued = tagged ? /^"(\d{1,9})(?:\.\d{1,19})?"$/ : /^"(\d{1,9})"$/;
   const versions = tags.map((tag) => issued.exec(tag)?.[1]).filter(Boolean);
   if (versions.length !== 1) {
-    throw new HttpProblem(412, {
-      type: '/problems/stale-version',
-      title: 'Precondition failed',
+    throw problemOf('stale-version', {
       detail: 'If-Match must be one entity tag this service issued for this item.',
     });
   }
@@ -418,9 +417,7 @@ export function expectedVersion(req: Request, tagged = false): number | null {
 }
 
 export const stale = (version: number) =>
-  new HttpProblem(412, {
-    type: '/problems/stale-version',
-    title: 'Precondition failed',
+  problemOf('stale-version', {
     detail: `It has changed since that version (now at ${version}); read it again.`,
     extensions: { version },
   });

@@ -32,7 +32,7 @@ import {
   queryParameters,
   ref,
 } from './http/operation.ts';
-import { HttpProblem, problems, zodIssues } from './http/problem.ts';
+import { problemOf, problems, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
 import { dataBase, type Route } from './http/route.ts';
 import type { TargetRules } from './http/webhook-address.ts';
@@ -265,9 +265,7 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
     });
     if (!endpoint) throw notFound();
     if (endpoint.paused) {
-      throw new HttpProblem(409, {
-        type: '/problems/webhook-paused',
-        title: 'Webhook paused',
+      throw problemOf('webhook-paused', {
         detail:
           'The endpoint is paused (its author was deactivated or is no longer an admin): a paused endpoint receives nothing. Resume it first (PATCH active=true).',
       });
@@ -359,9 +357,7 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
             prepared('select count(*)::int as n from weld_hidden.webhooks', []),
           );
           if (rows[0]!.n >= MAX_WEBHOOKS_PER_TENANT) {
-            throw new HttpProblem(409, {
-              type: '/problems/too-many-webhooks',
-              title: 'Too many webhooks',
+            throw problemOf('too-many-webhooks', {
               detail: `A tenant may register at most ${MAX_WEBHOOKS_PER_TENANT} webhooks; delete one first.`,
             });
           }
@@ -597,9 +593,7 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
         const id = pathId(req, 'webhook');
         const done = testsInFlight.take(req.tenant!.id, MAX_WEBHOOK_TESTS_PER_TENANT);
         if (!done) {
-          throw new HttpProblem(429, {
-            type: '/problems/too-many-webhook-tests',
-            title: 'Too many webhook tests',
+          throw problemOf('too-many-webhook-tests', {
             detail: `A tenant may have ${MAX_WEBHOOK_TESTS_PER_TENANT} test messages in flight at once; wait for one to end.`,
             headers: { 'Retry-After': String(Math.ceil(options.timeoutMs / 1000)) },
           });

@@ -71,7 +71,7 @@ import {
   type SelectionSetNode,
 } from 'postgraphile/graphql';
 import { PAGE_SIZE } from '../db/vocabulary.ts';
-import { HttpProblem } from '../rest-adapter/http/problem.ts';
+import { HttpProblem, problemOf } from '../rest-adapter/http/problem.ts';
 
 export const DEPTH = { maxDepth: 10, maxListDepth: 4 };
 /**
@@ -147,17 +147,13 @@ export interface GraphqlRequestBody {
 }
 
 export function tooLarge(detail: string): HttpProblem {
-  return new HttpProblem(400, {
-    type: '/problems/query-too-large',
-    title: 'Query too large',
+  return problemOf('query-too-large', {
     detail,
   });
 }
 
 export function tooCostly(cost: number, budget: number): HttpProblem {
-  return new HttpProblem(400, {
-    type: '/problems/query-too-costly',
-    title: 'Query too costly',
+  return problemOf('query-too-costly', {
     detail:
       `The query costs ${cost} and the budget is ${budget}: each field counts once per object it ` +
       'is selected on, and page sizes multiply what is under them. Ask for smaller pages ' +

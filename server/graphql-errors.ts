@@ -3,9 +3,9 @@
 // The client: a refusal of the database (a role without the grant, a duplicate key, a transition
 // the rules forbid, a stale version, a statement timeout...) comes back as a GraphQL error whose
 // message says what happened and whose extensions.code is the `type` REST answers for the same
-// refusal (rest-adapter/http/problem.ts, the one table), with the same extension members (`allowed`,
-// `version`, `errors`). Anything else is unexpected: the client gets grafserv's masked message
-// with an id, and the log gets one JSON line with that id.
+// refusal (the one registry, rest-adapter/http/problem-types.ts), with the same extension members
+// (`allowed`, `version`, `errors`). Anything else is unexpected: the client gets grafserv's masked
+// message with an id, and the log gets one JSON line with that id.
 //
 // The log: grafserv's own masking prints the error, the document and a stack to the console
 // over several lines; ours writes one JSON line instead. Grafast and grafserv print a few other
@@ -23,6 +23,7 @@ import {
   databaseProblem,
   type ColumnNaming,
 } from '../rest-adapter/http/problem.ts';
+import { PROBLEM_TYPES, problemType } from '../rest-adapter/http/problem-types.ts';
 import type { Logger } from '../rest-adapter/http/log.ts';
 
 /** The connection filter plugin refuses these inputs with plain Errors; they are the client's. */
@@ -95,7 +96,10 @@ export function makeMaskError(naming: ColumnNaming, fallbackLogger: Logger): Mas
       return new GraphQLError(original.message, {
         ...at,
         originalError: original,
-        extensions: { code: '/problems/validation-failed', status: 422 },
+        extensions: {
+          code: problemType('validation-failed'),
+          status: PROBLEM_TYPES['validation-failed'].status,
+        },
       });
     }
     if (isSafeError(original)) {

@@ -35,7 +35,7 @@ import type pg from 'pg';
 import { makeWithPgClientViaPgClientAlreadyInTransaction } from 'postgraphile/adaptors/pg';
 import { getOperationAST, GraphQLError, OperationTypeNode } from 'postgraphile/graphql';
 import { InFlight } from '../rest-adapter/http/in-flight.ts';
-import { HttpProblem } from '../rest-adapter/http/problem.ts';
+import { HttpProblem, problemOf } from '../rest-adapter/http/problem.ts';
 import type { Logger } from '../rest-adapter/http/log.ts';
 
 /** How long past its deadline PostgreSQL 17+ lets a GraphQL transaction live (a backstop). */
@@ -354,9 +354,7 @@ export class GraphqlRequests {
 }
 
 function tooMany(detail: string, extensions: Record<string, unknown>): HttpProblem {
-  return new HttpProblem(429, {
-    type: '/problems/too-many-graphql-requests',
-    title: 'Too many GraphQL requests',
+  return problemOf('too-many-graphql-requests', {
     detail,
     extensions,
     headers: { 'Retry-After': '1' },

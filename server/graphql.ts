@@ -38,6 +38,7 @@ import {
 import { createLogger, type Logger } from '../rest-adapter/http/log.ts';
 import { common, content, problem, ref } from '../rest-adapter/http/operation.ts';
 import { HttpProblem } from '../rest-adapter/http/problem.ts';
+import { problemType } from '../rest-adapter/http/problem-types.ts';
 import type { Route } from '../rest-adapter/http/route.ts';
 import { callerContext } from '../rest-adapter/http/session.ts';
 
@@ -323,7 +324,7 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
           cost = checkGraphqlRequest(schema, body, graphql.maxCost);
         } catch (error) {
           // Refusals over budget are what GRAPHQL_MAX_COST is tuned by.
-          if (error instanceof HttpProblem && error.type === '/problems/query-too-costly') {
+          if (error instanceof HttpProblem && error.type === problemType('query-too-costly')) {
             req.log.info(error.extensions, 'GraphQL query refused: over the cost budget');
           }
           throw error;

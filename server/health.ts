@@ -8,7 +8,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { MIGRATIONS_DIR } from '../db/database.ts';
 import { common, content, problem } from '../rest-adapter/http/operation.ts';
-import { HttpProblem } from '../rest-adapter/http/problem.ts';
+import { problemOf } from '../rest-adapter/http/problem.ts';
 import type { Route } from '../rest-adapter/http/route.ts';
 
 /** The newest committed migration's file name; the database must have applied it. */
@@ -65,9 +65,7 @@ export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean })
       anonymous: true,
       handler: async (_req, res) => {
         if (deps.isDraining()) {
-          throw new HttpProblem(503, {
-            type: '/problems/shutting-down',
-            title: 'Shutting down',
+          throw problemOf('shutting-down', {
             detail: 'This instance is shutting down and takes no new work.',
           });
         }
@@ -76,9 +74,7 @@ export function healthRoutes(deps: { pool: pg.Pool; isDraining: () => boolean })
         );
         const applied = row?.applied ?? '';
         if (applied < expectedMigration) {
-          throw new HttpProblem(503, {
-            type: '/problems/schema-behind',
-            title: 'Database schema is behind',
+          throw problemOf('schema-behind', {
             detail: `The database has applied ${applied || 'no migration'}; this build needs ${expectedMigration}.`,
           });
         }

@@ -2,10 +2,22 @@
 // parser, PostgreSQL SQLSTATEs, zod) to HTTP, and one renderer. Nothing else writes an error body.
 //
 // `type` is "about:blank" when the HTTP status says it all (RFC 9457 section 4.2.1), and a
-// relative reference "/problems/<name>" for the service's own kinds, listed in docs/api.md, "Errors".
+// relative reference "/problems/<name>" for the service's own kinds. Every kind is an entry of the
+// registry, problem-types.ts (status, title, meaning, SQLSTATEs); docs/api.md's table is its.
 import type { ErrorRequestHandler, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
+import {
+  PROBLEM_TYPES,
+  problemType,
+  RULE_SQLSTATES,
+  STATUS_TITLES,
+  type ProblemSlug,
+  type ProblemTypeUri,
+  type ProblemTypeEntry,
+  type RuleSqlstate,
+  type StandardSqlstate,
+} from './problem-types.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -18,7 +30,7 @@ export interface ValidationIssue {
 }
 
 export interface ProblemInit {
-  type?: string;
+  type?: ProblemTypeUri;
   title?: string;
   detail: string;
   headers?: Record<string, string>;
@@ -28,7 +40,7 @@ export interface ProblemInit {
 
 export class HttpProblem extends Error {
   readonly status: number;
-  readonly type: string;
+  readonly type: ProblemTypeUri;
   readonly title: string;
   readonly detail: string;
   readonly headers: Record<string, string>;
@@ -38,75 +50,59 @@ export class HttpProblem extends Error {
     super(init.detail);
     this.status = status;
     this.type = init.type ?? 'about:blank';
-    this.title = init.title ?? STATUS_TITLES[status] ?? 'Error';
+    this.title = init.title ?? (STATUS_TITLES as Record<number, string>)[status] ?? 'Error';
     this.detail = init.detail;
     this.headers = init.headers ?? {};
     this.extensions = init.extensions ?? {};
   }
 }
 
-const STATUS_TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  409: 'Conflict',
-  412: 'Precondition Failed',
-  413: 'Content Too Large',
-  415: 'Unsupported Media Type',
-  422: 'Unprocessable Content',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
+/**
+ * A problem of the registry (rest-adapter/http/problem-types.ts): its type, status and title from the
+ * entry, the rest from the caller. `problemOf('package-relesed', ...)` does not compile.
+ */
+export function problemOf(
+  slug: ProblemSlug,
+  init: Omit<ProblemInit, 'type' | 'title'>,
+): HttpProblem {
+  const entry: ProblemTypeEntry = PROBLEM_TYPES[slug];
+  return new HttpProblem(entry.status, { ...init, type: problemType(slug), title: entry.title });
+}
 
 export const problems = {
-  notFound: (detail: string) => new HttpProblem(404, { detail }),
+  notFound: (detail: string) => problemOf('not-found', { detail }),
   /** about:blank: the request itself cannot be read (not UTF-8, nested too deep). */
-  badRequest: (detail: string) => new HttpProblem(400, { detail }),
+  badRequest: (detail: string) => problemOf('bad-request', { detail }),
   unknownTenant: () =>
-    new HttpProblem(404, {
-      type: '/problems/unknown-tenant',
-      title: 'Unknown tenant',
-      detail: 'No tenant is served from this origin.',
-    }),
+    problemOf('unknown-tenant', { detail: 'No tenant is served from this origin.' }),
   methodNotAllowed: (method: string, allow: string[]) =>
-    new HttpProblem(405, {
+    problemOf('method-not-allowed', {
       detail: `${method} is not allowed here; allowed: ${allow.join(', ')}.`,
       headers: { Allow: allow.join(', ') },
     }),
   unsupportedMediaType: (detail = 'The request body must be application/json.') =>
-    new HttpProblem(415, { detail }),
+    problemOf('unsupported-media-type', { detail }),
   databaseUnavailable: () =>
-    new HttpProblem(503, {
-      type: '/problems/database-unavailable',
-      title: 'Database unavailable',
+    problemOf('database-unavailable', {
       detail: 'The database does not answer; try again shortly.',
       headers: { 'Retry-After': '5' },
     }),
   busy: () =>
-    new HttpProblem(503, {
-      type: '/problems/busy',
-      title: 'Service busy',
+    problemOf('busy', {
       detail: 'Every database connection stayed busy for the whole wait; try again shortly.',
       headers: { 'Retry-After': '1' },
     }),
   /** A Host not seen before, while lookups of new Hosts are rationed (rest-adapter/http/tenancy.ts). */
   hostsRationed: () =>
-    new HttpProblem(503, {
-      type: '/problems/busy',
-      title: 'Service busy',
+    problemOf('busy', {
       detail: 'This instance is looking up many new hosts at once; try again shortly.',
       headers: { 'Retry-After': '1' },
     }),
   validation: (issues: ValidationIssue[]) =>
-    new HttpProblem(422, {
-      type: '/problems/validation-failed',
-      title: 'Validation failed',
-      detail: issues.map((i) => `${i.parameter ?? (i.pointer || 'body')}: ${i.detail}`).join('; '),
-      extensions: { errors: issues },
-    }),
+    invalid(
+      issues.map((i) => `${i.parameter ?? (i.pointer || 'body')}: ${i.detail}`).join('; '),
+      issues,
+    ),
 };
 
 /** A PostgreSQL error as node-postgres reports it: the SQLSTATE, and the names it carries. */
@@ -214,11 +210,13 @@ export function restNaming(pool: pg.Pool): Promise<ColumnNaming> {
   return naming;
 }
 
-/** DETAIL of WD002, WD005 to WD007 and WD009 to WD013 is JSON; anything else reads as {}. */
+/** DETAIL of WD002, WD005 to WD007 and WD009 to WD014 is a JSON object; anything else reads as {}. */
 function jsonDetail(e: DatabaseError): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(e.detail ?? '{}');
-    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
   } catch {
     return {};
   }
@@ -240,164 +238,98 @@ function constraintFields(e: DatabaseError, naming: ColumnNaming): string[] {
 const listed = (fields: string[]) =>
   fields.length <= 1 ? (fields[0] ?? '') : `${fields.slice(0, -1).join(', ')} and ${fields.at(-1)}`;
 
-const invalid = (detail: string, issues: ValidationIssue[]) =>
-  new HttpProblem(422, {
-    type: '/problems/validation-failed',
-    title: 'Validation failed',
-    detail,
-    extensions: { errors: issues },
-  });
+function invalid(detail: string, issues: ValidationIssue[]): HttpProblem {
+  return problemOf('validation-failed', { detail, extensions: { errors: issues } });
+}
 
 const concurrentChange = () =>
-  new HttpProblem(409, {
-    type: '/problems/concurrent-change',
-    title: 'Concurrent change',
+  problemOf('concurrent-change', {
     detail:
       'Another request changed the same records at the same moment; nothing was written. Try again.',
     headers: { 'Retry-After': '1' },
   });
 
+const timedOut = () =>
+  problemOf('timeout', { detail: 'The request took too long and was cancelled.' });
+
 /**
- * The service's own SQLSTATEs (raised by the SQL functions in migrations/) and the few standard
- * ones a request can cause, mapped once to HTTP (REST answers them; GraphQL reports the same
- * `type` as extensions.code, with the same extension members). DETAIL of WD002, WD005, WD006,
- * WD007 and WD009 to WD013 is JSON.
+ * Where a rule's answer is not the generic one (next), what it says instead. SQL could say each of
+ * these itself (a DETAIL member, or the message as the answer's detail); until it does, these keep
+ * the answers as they were.
  */
-const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming) => HttpProblem> = {
+const RULE_HOOKS: Partial<
+  Record<
+    RuleSqlstate,
+    {
+      /** The answer's detail, instead of the message and a full stop. */
+      detail?: (e: DatabaseError) => string;
+      /** The extension members, instead of those the registry reads from DETAIL. */
+      members?: (e: DatabaseError) => Record<string, unknown>;
+    }
+  >
+> = {
   // The message names the kind of row, e.g. "weld 7f0c... not found"; a line number may hold
   // spaces ("line 3 in-P-12 not found"), and an ISO is spelled as the service spells it.
-  WD001: (e) => {
-    const noun = /^(iso|line) /.exec(e.message)?.[1];
-    return problems.notFound(
-      `No such ${noun === 'iso' ? 'ISO' : (noun ?? e.message.replace(/ \S+ not found$/, ''))}.`,
-    );
+  WD001: {
+    detail: (e) => {
+      const noun = /^(iso|line) /.exec(e.message)?.[1];
+      return `No such ${noun === 'iso' ? 'ISO' : (noun ?? e.message.replace(/ \S+ not found$/, ''))}.`;
+    },
   },
-  WD002: (e) => {
-    const { allowed } = jsonDetail(e);
-    return new HttpProblem(409, {
-      type: '/problems/transition-not-allowed',
-      title: 'Transition not allowed',
-      detail: `${e.message}.`,
-      extensions: { allowed: Array.isArray(allowed) ? allowed : [] },
-    });
+  // SQL writes no DETAIL: the answer points at the reason the client left out.
+  WD004: {
+    members: () => ({ errors: [{ pointer: '/reason', detail: 'required for this transition' }] }),
   },
-  WD003: (e) =>
-    new HttpProblem(403, {
-      type: '/problems/role-not-allowed',
-      title: 'Role not allowed',
-      detail: `${e.message}.`,
-    }),
-  WD004: (e) =>
-    new HttpProblem(422, {
-      type: '/problems/reason-required',
-      title: 'Reason required',
-      detail: `${e.message}.`,
-      extensions: { errors: [{ pointer: '/reason', detail: 'required for this transition' }] },
-    }),
-  WD005: (e) =>
-    new HttpProblem(412, {
-      type: '/problems/stale-version',
-      title: 'Precondition failed',
-      detail: `It has changed since that version (${e.message}); read it again.`,
-      // The weld's current version, so a client can tell how far behind it is.
-      extensions: { version: jsonDetail(e).version },
-    }),
-  // NDT results the lifecycle rules refuse for some welds; DETAIL {"welds": [...]}, each with
-  // weldId, weldNumber, status, result and the statuses its rules allow
-  WD006: (e) => {
-    const { welds } = jsonDetail(e);
-    return new HttpProblem(409, {
-      type: '/problems/ndt-result-refused',
-      title: 'NDT results refused',
-      detail: `${e.message}; nothing was recorded.`,
-      extensions: { welds: Array.isArray(welds) ? welds : [] },
-    });
+  // The message says which version is current ("weld 7f0c... is at version 4, not 3").
+  WD005: {
+    detail: (e) => `It has changed since that version (${e.message}); read it again.`,
   },
-  // invalid input to a SQL function; DETAIL {"pointer": "/welds/0/result"} into the JSON it got
-  WD007: (e) => {
-    const { pointer } = jsonDetail(e);
-    return invalid(`${e.message}.`, [
-      typeof pointer === 'string' ? { pointer, detail: e.message } : { detail: e.message },
-    ]);
+  // The message counts the welds refused; the answer adds that none of the results was written.
+  WD006: { detail: (e) => `${e.message}; nothing was recorded.` },
+  // Invalid input to a SQL function: DETAIL {"pointer": "/welds/0/result"} into the JSON it got
+  // (or none), as one of validation-failed's `errors`.
+  WD007: {
+    members: (e) => {
+      const { pointer } = jsonDetail(e);
+      return {
+        errors: [
+          typeof pointer === 'string' ? { pointer, detail: e.message } : { detail: e.message },
+        ],
+      };
+    },
   },
-  // the record's state does not allow the change (a released test package)
-  WD008: (e) =>
-    new HttpProblem(409, {
-      type: '/problems/state-conflict',
-      title: 'Not in this state',
-      detail: `${e.message}.`,
-    }),
-  // a test package that is not ready cannot be released; DETAIL {"reasons": [the first 100, each
-  // {code, weldId?, isoId?, detail}], "reasonCount": n}
-  WD009: (e) => {
-    const { reasons, reasonCount } = jsonDetail(e);
-    const list = Array.isArray(reasons) ? reasons : [];
-    return new HttpProblem(409, {
-      type: '/problems/package-not-ready',
-      title: 'Test package not ready',
-      detail: `${e.message}.`,
-      extensions: {
-        reasons: list,
-        reasonCount: typeof reasonCount === 'number' ? reasonCount : list.length,
-      },
-    });
-  },
-  // the tenant refuses welds that fail the code checks (weld_checks = 'refuse'); DETAIL
-  // {"checks": [{code, detail}]}
-  WD010: (e) => {
-    const { checks } = jsonDetail(e);
-    return new HttpProblem(422, {
-      type: '/problems/weld-checks-failed',
-      title: 'Weld fails the code checks',
-      detail: `${e.message}.`,
-      extensions: { checks: Array.isArray(checks) ? checks : [] },
-    });
-  },
-  // a change that would leave a released (tested, closed) test package not ready; DETAIL
-  // {"packages": [{testPackageId, packageNumber, state, reasons (the first 10), reasonCount}]}
-  WD011: (e) => {
-    const { packages } = jsonDetail(e);
-    return new HttpProblem(409, {
-      type: '/problems/package-released',
-      title: 'A released test package depends on it',
-      detail: `${e.message}.`,
-      extensions: { packages: Array.isArray(packages) ? packages : [] },
-    });
-  },
-  // a repaired weld accepted by hand while its re-examination is owed (refuse mode); DETAIL
-  // {"checks": [{code, detail}]}
-  WD012: (e) => {
-    const { checks } = jsonDetail(e);
-    return new HttpProblem(409, {
-      type: '/problems/reexamination-open',
-      title: 'Re-examination owed',
-      detail: `${e.message}.`,
-      extensions: { checks: Array.isArray(checks) ? checks : [] },
-    });
-  },
-  // an approved WPS that its PQRs do not qualify; DETAIL {"wpsId", "checks": [{code, detail}]}
-  WD013: (e) => {
-    const { wpsId, checks } = jsonDetail(e);
-    return new HttpProblem(409, {
-      type: '/problems/wps-not-qualified',
-      title: 'WPS not qualified',
-      detail: `${e.message}.`,
-      extensions: { wpsId, checks: Array.isArray(checks) ? checks : [] },
-    });
-  },
+};
+
+/**
+ * A refusal of a rule in SQL (a WD SQLSTATE of migrations/), mapped generically: type, status
+ * and title from its registry entry, detail from the message, extension members from DETAIL as
+ * the entry reads them; RULE_HOOKS where the answer is built otherwise.
+ */
+function ruleProblem(code: RuleSqlstate, e: DatabaseError): HttpProblem {
+  const slug = RULE_SQLSTATES.get(code)!;
+  const entry: ProblemTypeEntry = PROBLEM_TYPES[slug];
+  const hook = RULE_HOOKS[code];
+  return problemOf(slug, {
+    detail: hook?.detail ? hook.detail(e) : `${e.message}.`,
+    extensions: hook?.members ? hook.members(e) : (entry.members?.parse(jsonDetail(e)) ?? {}),
+  });
+}
+
+/**
+ * PostgreSQL's own SQLSTATEs a request can cause, each built from what the error names (the
+ * constraint, its columns, the message); the registry lists each under the type it answers. REST
+ * answers them; GraphQL reports the same `type` as extensions.code, with the same members.
+ */
+const STANDARD_PROBLEMS: Record<
+  StandardSqlstate,
+  (e: DatabaseError, naming: ColumnNaming) => HttpProblem
+> = {
   // permission denied: the caller's role lacks the privilege
-  '42501': () =>
-    new HttpProblem(403, {
-      type: '/problems/role-not-allowed',
-      title: 'Role not allowed',
-      detail: 'Your role may not do this.',
-    }),
+  '42501': () => problemOf('role-not-allowed', { detail: 'Your role may not do this.' }),
   // unique_violation
   '23505': (e, naming) => {
     const fields = constraintFields(e, naming);
-    return new HttpProblem(409, {
-      type: '/problems/conflict',
-      title: 'Conflict',
+    return problemOf('conflict', {
       detail:
         fields.length === 0
           ? 'Another record already has this key.'
@@ -415,9 +347,7 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
       // The message names the referencing table: 'update or delete on table "isos" violates
       // foreign key constraint ... on table "welds"'.
       const by = /on table "([^"]+)"$/.exec(e.message)?.[1]?.replaceAll('_', ' ');
-      return new HttpProblem(409, {
-        type: '/problems/still-referenced',
-        title: 'Still referenced',
+      return problemOf('still-referenced', {
         detail: `It is still referenced${by ? ` by ${by}` : ''}; remove or change those first.`,
       });
     }
@@ -428,7 +358,7 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   },
   // restrict_violation: PostgreSQL 18 reports a delete that an ON DELETE RESTRICT key refuses
   // with this SQLSTATE (and the same message) instead of 23503
-  '23001': (e, naming) => SQLSTATE_PROBLEMS['23503']!(e, naming),
+  '23001': (e, naming) => STANDARD_PROBLEMS['23503'](e, naming),
   // check_violation: the field(s) the CHECK reads
   '23514': (e, naming) => {
     const fields = constraintFields(e, naming);
@@ -481,14 +411,6 @@ const SQLSTATE_PROBLEMS: Record<string, (e: DatabaseError, naming: ColumnNaming)
   '25P04': () => timedOut(),
 };
 
-function timedOut(): HttpProblem {
-  return new HttpProblem(503, {
-    type: '/problems/timeout',
-    title: 'Timed out',
-    detail: 'The request took too long and was cancelled.',
-  });
-}
-
 /** Connection-level failures: the database is down, restarting, full or refusing us. */
 const UNAVAILABLE_SQLSTATES = new Set([
   '08000', '08001', '08003', '08004', '08006', // connection exceptions
@@ -530,9 +452,9 @@ export function toProblem(error: unknown): HttpProblem {
   const parserType = (error as { type?: unknown }).type;
   switch (parserType) {
     case 'entity.parse.failed':
-      return new HttpProblem(400, { detail: 'The request body is not valid JSON.' });
+      return problems.badRequest('The request body is not valid JSON.');
     case 'entity.too.large':
-      return new HttpProblem(413, {
+      return problemOf('content-too-large', {
         detail: `The request body exceeds ${(error as { limit: number }).limit} bytes.`,
       });
     case 'encoding.unsupported':
@@ -540,17 +462,17 @@ export function toProblem(error: unknown): HttpProblem {
       return problems.unsupportedMediaType((error as Error).message + '.');
     case 'request.aborted':
     case 'request.size.invalid':
-      return new HttpProblem(400, { detail: 'The request body was incomplete.' });
+      return problems.badRequest('The request body was incomplete.');
   }
   return (
     databaseProblem(error) ??
-    new HttpProblem(500, { detail: 'An unexpected error occurred; it has been logged.' })
+    problemOf('internal-error', { detail: 'An unexpected error occurred; it has been logged.' })
   );
 }
 
 /**
- * The problem a database error stands for: the database being unavailable, or a refusal the
- * SQLSTATE table maps. Undefined for anything else, which is unexpected: a bug to log, not to
+ * The problem a database error stands for: the database being unavailable, a rule's refusal (its
+ * WD SQLSTATE), or one of PostgreSQL's the registry lists. Undefined for anything else, which is unexpected: a bug to log, not to
  * explain to the client.
  */
 export function databaseProblem(
@@ -560,11 +482,12 @@ export function databaseProblem(
   if (isPoolWaitTimeout(error)) return problems.busy();
   if (isDatabaseUnavailable(error)) return problems.databaseUnavailable();
   const code = (error as { code?: unknown } | null)?.code;
-  const mapped =
-    typeof code === 'string' && Object.hasOwn(SQLSTATE_PROBLEMS, code)
-      ? SQLSTATE_PROBLEMS[code]
-      : undefined;
-  return mapped?.(error as DatabaseError, naming);
+  if (typeof code !== 'string') return undefined;
+  const e = error as DatabaseError;
+  if (RULE_SQLSTATES.has(code as RuleSqlstate)) return ruleProblem(code as RuleSqlstate, e);
+  return Object.hasOwn(STANDARD_PROBLEMS, code)
+    ? STANDARD_PROBLEMS[code as StandardSqlstate](e, naming)
+    : undefined;
 }
 
 /**

@@ -17,7 +17,7 @@ import { verifyAccessToken, type AccessClaims } from './auth/access-tokens.ts';
 import { csrfTokenValid, sameBytes } from './auth/csrf.ts';
 import { TokenError, type KeyRing } from './auth/keys.ts';
 import type { SessionRevocations } from './auth/revocations.ts';
-import { HttpProblem } from './problem.ts';
+import { problemOf } from './problem.ts';
 
 export const COOKIE = { access: 'svc_at', refresh: 'svc_rt', csrf: 'svc_csrf' } as const;
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -50,9 +50,7 @@ export function callerContext(req: Request): SessionContext {
 export const authProblems = {
   /** No credentials: a plain challenge. A rejected token: error="invalid_token" (RFC 6750 3.1). */
   unauthorized: (presented: boolean) =>
-    new HttpProblem(401, {
-      type: '/problems/unauthorized',
-      title: 'Unauthorized',
+    problemOf('unauthorized', {
       detail: presented
         ? 'The access token is invalid or has expired.'
         : 'This endpoint needs an access token (Authorization: Bearer, or the svc_at cookie).',
@@ -62,8 +60,7 @@ export const authProblems = {
           : 'Bearer realm="weld-data-service"',
       },
     }),
-  csrf: (detail: string) =>
-    new HttpProblem(403, { type: '/problems/csrf-rejected', title: 'CSRF check failed', detail }),
+  csrf: (detail: string) => problemOf('csrf-rejected', { detail }),
 };
 
 export function requestCookies(req: Request): Record<string, string | undefined> {
