@@ -500,6 +500,8 @@ test('the stream beats while quiet, says resync when far behind or purged, and i
   const third = await openStream(w.port, A, '/events/stream', auth);
   t.is(third.status, 429);
   t.is(third.headers['retry-after'], '10');
+  // The limit is the user's, whichever base a stream is asked at (one router serves both).
+  t.is((await openStream(w.port, A, '/api/events/stream', auth)).status, 429);
   const other = await openStream(w.port, A, '/events/stream', {
     authorization: `Bearer ${w.a.engineer.token}`,
   });
