@@ -43,8 +43,8 @@ import {
   replayedHeader,
   type Schemas,
 } from './http/operation.ts';
-import { problems, zodIssues } from './http/problem.ts';
-import type { Route } from './http/route.ts';
+import { problems } from './http/problem.ts';
+import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import { isos } from './isos.ts';
@@ -759,16 +759,15 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
         schemas: { ExaminationSelectionPage: json(ExaminationSelectionPage) },
       },
       handler: async (req, res) => {
-        const parsed = ExaminationSelectionQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+        const params = queryOf(ExaminationSelectionQuery, req);
         const { rows } = await withContext(pool, callerContext(req), (db) =>
-          db.query<{ id: string; selection: { id: string } }>(selectionPage(parsed.data)),
+          db.query<{ id: string; selection: { id: string } }>(selectionPage(params)),
         );
         sendPage(
           req,
           res,
           rows.map((r) => r.selection),
-          parsed.data.limit,
+          params.limit,
         );
       },
     },
@@ -808,9 +807,7 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
       },
       handler: async (req, res) => {
         const id = pathId(req, 'welder');
-        const parsed = ContinuityQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const { limit, cursor, process } = parsed.data;
+        const { limit, cursor, process } = queryOf(ContinuityQuery, req);
         const rows = await withContext(pool, callerContext(req), async (db) => {
           const { rows } = await db.query<ContinuityRow>(
             prepared(
@@ -951,10 +948,9 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
         },
         handler: async (req, res) => {
           const id = pathId(req, noun);
-          const parsed = query.safeParse(req.query);
-          if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+          const params = queryOf(query, req);
           const { rows } = await withContext(pool, callerContext(req), (db) =>
-            db.query<{ answer: unknown }>(prepared(sql, [id, ...(values?.(parsed.data) ?? [])])),
+            db.query<{ answer: unknown }>(prepared(sql, [id, ...(values?.(params) ?? [])])),
           );
           if (!rows[0]) throw problems.notFound(`No such ${noun}.`);
           res.setHeader('Cache-Control', 'private, no-cache');

@@ -16,9 +16,9 @@ import { prepared } from '../db/database.ts';
 import type { EventNotifications } from '../db/event-notifications.ts';
 import { EVENT_PAGE_SIZE, EVENT_RESOURCES, EVENT_TYPES } from '../db/vocabulary.ts';
 import { common, content, header, json, page, problem, queryParameters } from './http/operation.ts';
-import { HttpProblem, problemOf, problems, zodIssues } from './http/problem.ts';
+import { HttpProblem, problemOf, problems } from './http/problem.ts';
 import { authProblems } from './http/session.ts';
-import type { Route } from './http/route.ts';
+import { queryOf, type Route } from './http/route.ts';
 import { inDatabase } from './resource.ts';
 import { WebhookPausedData } from './webhooks.ts';
 
@@ -324,9 +324,7 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
       },
     },
     handler: async (req, res) => {
-      const parsed = EventQuery.safeParse(req.query);
-      if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-      const q = parsed.data;
+      const q = queryOf(EventQuery, req);
       const deadline = Date.now() + q.wait * 1000;
       const giveBack = q.wait > 0 ? takePlace(req, res) : undefined;
       const gone = clientGone(req, res);
@@ -385,8 +383,7 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
       },
     },
     handler: async (req, res) => {
-      const parsed = EventStreamQuery.safeParse(req.query);
-      if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+      const params = queryOf(EventStreamQuery, req);
       const lastEventId = req.get('last-event-id');
       const resumeFrom = lastEventId === undefined ? undefined : cursorValue.safeParse(lastEventId);
       if (resumeFrom && !resumeFrom.success) {
@@ -397,14 +394,14 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
       // away during the first read still gives its place back.
       const giveBack = takePlace(req, res);
       const gone = clientGone(req, res);
-      const watch = options.notifications.watch(req.tenant!.id, parsed.data.types);
+      const watch = options.notifications.watch(req.tenant!.id, params.types);
       let expiry: NodeJS.Timeout | undefined;
       let cursor = '0';
       try {
         // The first read checks the cursor and the caller's rights, before the stream is answered.
-        const filter = { types: parsed.data.types };
+        const filter = { types: params.types };
         let pending: EventRead | undefined = await inDatabase(pool, req, (db) =>
-          readEvents(db, resumeFrom?.data ?? parsed.data.after ?? 'now', filter, STREAM_PAGE),
+          readEvents(db, resumeFrom?.data ?? params.after ?? 'now', filter, STREAM_PAGE),
         );
         if (gone.aborted) return;
         // The stream lasts as long as the token it was opened with; the client reconnects with a

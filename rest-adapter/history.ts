@@ -21,8 +21,8 @@ import {
   page,
   queryParameters,
 } from './http/operation.ts';
-import { camelCase, problems, zodIssues } from './http/problem.ts';
-import type { Route } from './http/route.ts';
+import { camelCase, problems } from './http/problem.ts';
+import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { limitParam, sendPage } from './pagination.ts';
 import { pathId } from './resource.ts';
@@ -180,9 +180,7 @@ export function historyRoutes(pool: pg.Pool): Route[] {
     },
     handler: async (req, res) => {
       const id = pathId(req, history.noun);
-      const parsed = HistoryQuery.safeParse(req.query);
-      if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-      const { limit, cursor } = parsed.data;
+      const { limit, cursor } = queryOf(HistoryQuery, req);
       const rows = await withContext(pool, callerContext(req), async (db) => {
         const item = await db.query(prepared(`select from ${history.table} where id = $1`, [id]));
         if (!item.rowCount) throw problems.notFound(`No such ${history.noun}.`);

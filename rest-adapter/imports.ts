@@ -26,16 +26,9 @@ import {
   queryParameters,
   ref,
 } from './http/operation.ts';
-import {
-  databaseProblem,
-  HttpProblem,
-  problemOf,
-  problems,
-  restNaming,
-  zodIssues,
-} from './http/problem.ts';
+import { databaseProblem, HttpProblem, problemOf, problems, restNaming } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
-import { dataBase, type Route } from './http/route.ts';
+import { queryOf, dataBase, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { encodeCursor, cursorParam, limitParam, pageOf, sendPage } from './pagination.ts';
 import { booleanParam, inDatabase, pathId } from './resource.ts';
@@ -205,8 +198,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
         },
       },
       handler: async (req, res) => {
-        const query = importQuery.safeParse(req.query);
-        if (!query.success) throw problems.validation(zodIssues(query.error, 'parameter'));
+        const params = queryOf(importQuery, req);
         requireCsv(req);
         // Who may import is the database's to say (WD003 below engineer): asked before the
         // upload, so a refused caller does not send 50 MB first.
@@ -221,7 +213,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
             headers: { 'Retry-After': '5' },
           });
         }
-        const dryRun = query.data.dryRun ?? false;
+        const dryRun = params.dryRun ?? false;
         let file: Awaited<ReturnType<typeof spool>> | undefined;
         try {
           file = await spool(req, maxBytes);
@@ -274,9 +266,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
         schemas: { ImportPage: json(pageOf(ImportRecord)) },
       },
       handler: async (req, res) => {
-        const parsed = importListQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const { limit, cursor } = parsed.data;
+        const { limit, cursor } = queryOf(importListQuery, req);
         const { rows } = await inDatabase(pool, req, (db) =>
           db.query<{ id: string; item: object }>(
             prepared(

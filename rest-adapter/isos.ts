@@ -13,8 +13,7 @@ import { z } from 'zod';
 import { prepared, withContext } from '../db/database.ts';
 import { FLUID_SERVICES } from '../db/vocabulary.ts';
 import { common, content, json, page, problem, queryParameters } from './http/operation.ts';
-import { problems, zodIssues } from './http/problem.ts';
-import type { Route } from './http/route.ts';
+import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { encodeTextCursor, pageSizeParam, sendJsonPage, textCursorParam } from './pagination.ts';
 import { column, defineResource, refusal } from './resource.ts';
@@ -167,9 +166,7 @@ export function isoProgressRoutes(pool: pg.Pool): Route[] {
         },
       },
       handler: async (req, res) => {
-        const parsed = IsoWeldCountsQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const { lineNumber, area, limit, cursor } = parsed.data;
+        const { lineNumber, area, limit, cursor } = queryOf(IsoWeldCountsQuery, req);
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<{ json: string; iso_number: string }>(
             prepared(WELD_COUNTS_PAGE, [

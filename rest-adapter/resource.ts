@@ -47,7 +47,7 @@ import {
   zodIssues,
   type ValidationIssue,
 } from './http/problem.ts';
-import { dataBase, type Route } from './http/route.ts';
+import { queryOf, dataBase, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import {
@@ -701,9 +701,10 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
         schemas: { [schema]: json(resource.item), [`${schema}Page`]: json(resource.page) },
       },
       handler: async (req, res) => {
-        const parsed = resource.listQuery.safeParse(req.query);
-        if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
-        const q = parsed.data as Record<string, unknown> & { limit: number; cursor?: string };
+        const q = queryOf(resource.listQuery, req) as Record<string, unknown> & {
+          limit: number;
+          cursor?: string;
+        };
         const filters = [
           ['updatedSince', 'r.updated_at >= ?'] as const,
           ...fieldFilters,

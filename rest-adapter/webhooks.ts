@@ -34,7 +34,7 @@ import {
 } from './http/operation.ts';
 import { problemOf, problems, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
-import { dataBase, type Route } from './http/route.ts';
+import { queryOf, dataBase, type Route } from './http/route.ts';
 import type { TargetRules } from './http/webhook-address.ts';
 import { newWebhookSecret, signedDelivery, webhookUrlProblem } from './http/webhook-delivery.ts';
 import {
@@ -401,7 +401,7 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
         schemas: { WebhookPage: json(WebhookPage) },
       },
       handler: async (req, res) => {
-        const q = parse(WebhookListQuery, req.query, 'parameter');
+        const q = queryOf(WebhookListQuery, req);
         const { rows } = await inDatabase(pool, req, (db) =>
           db.query<{ id: string }>(pageQuery(SELECT, [], q.cursor, q.limit)),
         );
@@ -622,7 +622,7 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
       },
       handler: async (req, res) => {
         const id = pathId(req, 'webhook');
-        const q = parse(DeliveryListQuery, req.query, 'parameter');
+        const q = queryOf(DeliveryListQuery, req);
         const rows = await inDatabase(pool, req, async (db) => {
           if (!(await readWebhook(db, id))) throw notFound();
           const result = await db.query<{ id: string }>(

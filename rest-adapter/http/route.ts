@@ -9,7 +9,8 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { OperationDoc } from './operation.ts';
-import { HttpProblem, problems } from './problem.ts';
+import type { z } from 'zod';
+import { HttpProblem, problems, zodIssues } from './problem.ts';
 import { authenticate, type Verifier } from './session.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -80,6 +81,16 @@ export function mount(
   };
   router.use(undecodable);
   return router;
+}
+
+/**
+ * The query parameters of a request, parsed by a strict zod object: the one 422 path for them,
+ * naming each bad or unknown parameter (`errors[].parameter`).
+ */
+export function queryOf<T extends z.ZodType>(schema: T, req: express.Request): z.output<T> {
+  const parsed = schema.safeParse(req.query);
+  if (!parsed.success) throw problems.validation(zodIssues(parsed.error, 'parameter'));
+  return parsed.data;
 }
 
 /**
