@@ -43,7 +43,13 @@ export async function superuserQuery<R extends pg.QueryResultRow = pg.QueryResul
 /** A database that is not created yet; dropped after the test file if something made it. */
 export function freshDatabaseUrl(t: Teardown, prefix = 'fresh'): string {
   const name = uniqueName(prefix);
-  t.teardown(() => dropDatabase(name));
+  t.teardown(async () => {
+    // graphile-migrate (which these databases are migrated with) ends its pools a moment after a
+    // command, and exits the process if one of their connections meets an error meanwhile: as a
+    // forced drop terminating it would (a run of the suite died of it). Let them end first.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await dropDatabase(name);
+  });
   return databaseUrl(name);
 }
 
