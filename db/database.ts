@@ -58,6 +58,7 @@ export async function connectDatabase(
       const cluster = await openEmbeddedCluster({
         dataDir: source.dataDir,
         port: source.port,
+        major: source.major,
         ...(embeddedSettings && { settings: embeddedSettings }),
       });
       try {

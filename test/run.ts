@@ -1,7 +1,8 @@
 // `npm test`: starts one throwaway PostgreSQL (the embedded binaries, in a temp dir), builds a
 // migrated template database, runs ava with the cluster's URL in the environment, and removes
 // the cluster afterwards. Test files copy the template (test/helpers/database.ts), so each gets
-// a database of its own in milliseconds. Arguments go to ava: `npm test -- test/db/`.
+// a database of its own in milliseconds. Arguments go to ava: `npm test -- test/db/`. The whole
+// suite (no arguments) runs the database tests a second time on PostgreSQL 15 (see the end).
 //
 // The web app's tests (test/browser/) drive Debian's Chromium: when it is missing, the run
 // installs it first with apt-get (test/browser/install-chromium.sh), or says how.
@@ -13,7 +14,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError } from '../db/config.ts';
+import { ConfigError, embeddedMajor, type PostgresMajor } from '../db/config.ts';
 import { connectDatabase } from '../db/database.ts';
 import {
   embeddedUrl,
@@ -23,6 +24,9 @@ import {
 } from '../db/embedded.ts';
 import { applyCurrentMigration, migrate } from '../db/migrate.ts';
 import { TEMPLATE_DATABASE } from './helpers/database.ts';
+
+/** The oldest PostgreSQL major the service supports (README). */
+const OLDEST_MAJOR: PostgresMajor = '15';
 
 // A signal ends the run at the next step, through the same clean-up as any other end: cleaning
 // up at once, beside a start still in progress, could miss what that start makes next.
@@ -43,46 +47,62 @@ const install = spawnSync('bash', [path.resolve('test/browser/install-chromium.s
 });
 if (install.status !== 0) process.exit(1);
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'weld-test-'));
-let cluster: EmbeddedCluster | undefined;
-let exitCode = 1;
-try {
-  // Durability buys nothing in a cluster that is deleted after the run.
-  cluster = await openEmbeddedCluster({
-    dataDir,
-    port: 0,
-    settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' },
-  });
-  const template = await connectDatabase({
-    kind: 'root',
-    rootUrl: embeddedUrl(cluster, TEMPLATE_DATABASE),
-  });
-  unlessStopped();
-  await migrate(template);
-  if (await applyCurrentMigration(template)) console.log('migrations/current.sql applied');
-  unlessStopped();
+/**
+ * One pass: a cluster of the given PostgreSQL major, a migrated template, ava over `files` (none:
+ * every test file). Resolves ava's exit code (1 when the cluster could not be made).
+ */
+async function pass(major: PostgresMajor, files: string[]): Promise<number> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'weld-test-'));
+  let cluster: EmbeddedCluster | undefined;
+  try {
+    // Durability buys nothing in a cluster that is deleted after the run.
+    cluster = await openEmbeddedCluster({
+      dataDir,
+      port: 0,
+      major,
+      settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' },
+    });
+    const template = await connectDatabase({
+      kind: 'root',
+      rootUrl: embeddedUrl(cluster, TEMPLATE_DATABASE),
+    });
+    unlessStopped();
+    await migrate(template);
+    if (await applyCurrentMigration(template)) console.log('migrations/current.sql applied');
+    unlessStopped();
 
-  const child = spawn(
-    process.execPath,
-    [path.resolve('node_modules/ava/entrypoints/cli.mjs'), ...process.argv.slice(2)],
-    {
-      stdio: 'inherit',
-      env: {
-        ...process.env,
-        GRAPHILE_ENV: process.env.GRAPHILE_ENV ?? 'production',
-        WELD_TEST_CLUSTER_URL: embeddedUrl(cluster, 'postgres'),
+    const child = spawn(
+      process.execPath,
+      [path.resolve('node_modules/ava/entrypoints/cli.mjs'), ...files],
+      {
+        stdio: 'inherit',
+        env: {
+          ...process.env,
+          GRAPHILE_ENV: process.env.GRAPHILE_ENV ?? 'production',
+          WELD_TEST_CLUSTER_URL: embeddedUrl(cluster, 'postgres'),
+        },
       },
-    },
-  );
-  ava = child;
-  exitCode = await new Promise<number>((resolve) =>
-    child.once('exit', (code) => resolve(code ?? 1)),
-  );
-} catch (error) {
-  // What the operator must fix (a directory PostgreSQL cannot reach) in one line; bugs in full.
-  if (!stoppedBy) console.error(error instanceof ConfigError ? error.message : error);
-} finally {
-  await cluster?.stop();
-  await removeEmbeddedCluster(dataDir);
+    );
+    ava = child;
+    return await new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+  } catch (error) {
+    // What the operator must fix (a directory PostgreSQL cannot reach) in one line; bugs in full.
+    if (!stoppedBy) console.error(error instanceof ConfigError ? error.message : error);
+    return 1;
+  } finally {
+    await cluster?.stop();
+    await removeEmbeddedCluster(dataDir);
+  }
+}
+
+// The whole suite on the chosen major (EMBEDDED_PG_MAJOR, default 18); then, when no files were
+// named, the database tests again on the oldest major the README promises, so both ends of
+// "PostgreSQL 15 to 18" are tested on every run. (16 and 17: EMBEDDED_PG_MAJOR=16 npm test.)
+const files = process.argv.slice(2);
+const major = embeddedMajor();
+let exitCode = await pass(major, files);
+if (exitCode === 0 && files.length === 0 && major !== OLDEST_MAJOR && !stoppedBy) {
+  console.log(`\nThe database tests again, on PostgreSQL ${OLDEST_MAJOR}:`);
+  exitCode = await pass(OLDEST_MAJOR, ['test/db/']);
 }
 process.exit(stoppedBy ? 128 + os.constants.signals[stoppedBy] : exitCode);

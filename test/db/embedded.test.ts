@@ -283,6 +283,31 @@ test('the embedded port stays the same across starts, moves only when taken', as
   await fourth.stop();
 });
 
+test('EMBEDDED_PG_MAJOR: 15, 16 and 17 start their own binaries; a data directory keeps its major, and another is refused naming both', async (t) => {
+  for (const major of ['15', '16', '17'] as const) {
+    const dataDir = privateDataDir(t);
+    const cluster = await openEmbeddedCluster({ dataDir, port: 0, settings: FAST, major });
+    t.teardown(() => cluster.stop());
+    const client = await connectClient(embeddedUrl(cluster, 'postgres'));
+    const { rows } = await client.query<{ v: string }>(
+      "select current_setting('server_version_num') as v",
+    );
+    await client.end();
+    t.is(rows[0]!.v.slice(0, 2), major);
+    await cluster.stop();
+    if (major !== '15') continue;
+    const error = await t.throwsAsync(
+      openEmbeddedCluster({ dataDir, port: 0, settings: FAST, major: '18' }),
+      { instanceOf: ConfigError },
+    );
+    t.is(
+      error.message,
+      'DATA_DIR holds a PostgreSQL 15 cluster and EMBEDDED_PG_MAJOR is 18: set EMBEDDED_PG_MAJOR=15, or use another DATA_DIR',
+    );
+    t.is(runningEmbeddedCluster(dataDir), undefined, 'nothing was started');
+  }
+});
+
 test('a start while the last PostgreSQL is still shutting down waits for it to end, then starts its own', async (t) => {
   const dataDir = privateDataDir(t);
   const first = await openEmbeddedCluster({ dataDir, port: 0, settings: FAST });

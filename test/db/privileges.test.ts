@@ -230,7 +230,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
       'weld_engineer',
     ),
     'weld_hidden.import_inches(value text, decimal_comma boolean)': roles(owner, 'weld_engineer'),
-    'weld_hidden.import_date(value text)': roles(owner, 'weld_engineer'),
+    'weld_hidden.import_date(value text)': roles(owner, 'weld_engineer', 'weld_rules'),
     'weld_hidden.from_spreadsheet_text(value text)': roles(owner, 'weld_engineer'),
     'weld_hidden.spreadsheet_text(value text)': roles(owner, 'weld_viewer'),
     'weld_hidden.import_json(record weld_hidden.imports)': roles(owner, 'weld_viewer'),

@@ -114,6 +114,48 @@ test('record_ndt and record_inspection: a date of 2999-01-01 is WD007 pointing a
   t.deepEqual(JSON.parse(inspection.detail!), { pointer: '/inspectedOn' });
 });
 
+test('a date as the service reads it (weld_hidden.import_date, json_date): a day that exists, YYYY-MM-DD, 1900 to 2200; null for anything else, on every PostgreSQL', async (t) => {
+  const w = await rulesWorld(t);
+  const cases: Array<[string, string | null]> = [
+    ['2026-01-31', '2026-01-31'],
+    ['2024-02-29', '2024-02-29'], // a leap year
+    ['2000-02-29', '2000-02-29'], // divisible by 400: leap
+    ['2100-02-29', null], // divisible by 100 only: not leap
+    ['2026-02-29', null],
+    ['2026-04-31', null],
+    ['2026-12-31', '2026-12-31'],
+    ['2026-13-01', null],
+    ['2026-00-10', null],
+    ['2026-01-00', null],
+    ['1900-01-01', '1900-01-01'],
+    ['1899-12-31', null],
+    ['2200-12-31', '2200-12-31'],
+    ['2201-01-01', null],
+    ['0000-01-01', null],
+    ['2026-1-01', null],
+    [' 2026-01-01', null],
+    ['20260101', null],
+    ['', null],
+  ];
+  const { rows } = await w.dba(
+    `select v, weld_hidden.import_date(v)::text as judged from unnest($1::text[]) v`,
+    [cases.map(([value]) => value)],
+  );
+  t.deepEqual(
+    rows.map((r: { v: string; judged: string | null }) => [r.v, r.judged]),
+    cases,
+  );
+  // The same over JSON, with the sentence and the pointer a client sees.
+  const isoId = await w.iso(w.a, 'ISO-1', 'L-1');
+  const weldId = await w.weld(w.a, isoId, 'N-1');
+  const error = await refusal(
+    t,
+    w.recordNdt(w.a, 'RT', 'RT-1', [[weldId, 'accepted']], '2100-02-29'),
+  );
+  t.is(error.code, 'WD007');
+  t.deepEqual(JSON.parse(error.detail!), { pointer: '/examinedOn' });
+});
+
 /** A weld welded on 2026-02-01 and one not yet welded. */
 async function twoWelds(w: RulesWorld) {
   const isoId = await w.iso(w.a, 'ISO-1', 'L-1');

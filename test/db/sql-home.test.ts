@@ -47,7 +47,9 @@ const NOT_EXTENSION = (classid: string, objid: string) =>
 const FUNCTIONS = `
   select p.oid, n.nspname || '.' || p.proname as name, p.proowner, p.proacl
     from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace
-   where ${SERVICE_OBJECT('p.pronamespace')} and ${NOT_EXTENSION('pg_proc', 'p.oid')}`;
+   where ${SERVICE_OBJECT('p.pronamespace')} and ${NOT_EXTENSION('pg_proc', 'p.oid')}
+     -- PostgreSQL 15's stand-in for pg_input_is_valid lives in migrations/bootstrap.sql.
+     and (n.nspname, p.proname) <> ('public', 'pg_input_is_valid')`;
 const VIEWS = `
   select c.oid, n.nspname || '.' || c.relname as name, c.relowner, c.relacl
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace

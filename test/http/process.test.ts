@@ -202,7 +202,12 @@ test('configuration defaults, and which database source each combination selects
     '10.0.0.0/8',
   ]);
   t.true(defaults.migrateOnStart);
-  t.deepEqual(defaults.database, { kind: 'embedded', dataDir: path.resolve('.data'), port: 0 });
+  t.deepEqual(defaults.database, {
+    kind: 'embedded',
+    dataDir: path.resolve('.data'),
+    port: 0,
+    major: '18',
+  });
   t.is(loadConfig({ PORT: '' }).port, 3000, 'an empty variable counts as unset');
   t.is(loadConfig({ DATABASE_URL: 'postgres://u:p@h/db' }).database.kind, 'root');
   t.is(
