@@ -1,9 +1,14 @@
-// Wake-ups for the event readers: the outbox (migrations 000010, F14) NOTIFYs `weld_events` with
-// "<tenant id> <event type>", once per type a committing transaction wrote. One dedicated
-// connection per process LISTENs (LISTEN needs a session of its own) and wakes whoever waits for
-// that tenant and type: long-polls and streams of those types (rest-adapter/events.ts) and the
-// webhook worker (which waits for any tenant). A reader of rare types is not woken by every weld
-// status change, and a burst of commits wakes a reader once (DEBOUNCE_MS), not once each.
+// Wake-ups for the event readers, and the relay that gives events their ids.
+//
+// A transaction writes its events to a waiting room; weld_hidden.place_events (migration 000023),
+// the relay, moves committed ones to the feed with their ids and NOTIFYs `weld_events` with
+// "<tenant id> <event type>", once per tenant and type it placed. One dedicated connection per
+// process LISTENs (LISTEN needs a session of its own) and runs the relay on the same session,
+// every RELAY_MS while it finds events and less often while it finds none (up to RELAY_IDLE_MS) (several instances take turns: the relay gives up when another runs). It wakes
+// whoever waits for that tenant and type: long-polls and streams of those types
+// (rest-adapter/events.ts) and the webhook worker (which waits for any tenant). A reader of rare
+// types is not woken by every weld status change, and a burst of events wakes a reader once
+// (DEBOUNCE_MS), not once each.
 //
 // A notification is only a hint to read again; the events table is the truth. So a lost
 // notification costs latency, never an event: when the connection breaks, every waiter is woken
@@ -15,6 +20,16 @@ const CHANNEL = 'weld_events';
 const RECONNECT_MS = { first: 500, max: 30_000 };
 /** A woken reader reads this long after the first commit it is told of, with what came since. */
 export const DEBOUNCE_MS = 20;
+/**
+ * How often the relay looks for committed events to place while it finds some; each empty look
+ * doubles the wait, up to RELAY_IDLE_MS. (An empty look still reads the waiting room's pages,
+ * dead rows of moved events included until the next vacuum: a hundred looks a second of a room
+ * that just moved 200,000 events cost more than the reads they serve.)
+ */
+export const RELAY_MS = 10;
+export const RELAY_IDLE_MS = 160;
+/** Events of a tenant one relay places at most; a full batch is followed by another at once. */
+const RELAY_BATCH = 10_000;
 
 /** Wakes a waiter for an event of `type` (undefined: of any type, or the listener's restart). */
 type Waker = (type?: string) => void;
@@ -39,10 +54,22 @@ export class EventNotifications {
   #stopped = false;
   #retryMs = RECONNECT_MS.first;
   #retryTimer: NodeJS.Timeout | undefined;
+  readonly #relayMs: number;
+  #relayTimer: NodeJS.Timeout | undefined;
+  /** The relay's last failure, reported once until it works again. */
+  #relayFailing = false;
+  /** The wait before the next look: RELAY_MS after placing, doubled by each empty look. */
+  #relayWait = RELAY_MS;
 
-  constructor(authenticatorUrl: string, options: { onError?: (error: Error) => void } = {}) {
+  /** `relayMs` 0: no relay here (a test places events itself). */
+  constructor(
+    authenticatorUrl: string,
+    options: { onError?: (error: Error) => void; relayMs?: number } = {},
+  ) {
     this.#url = authenticatorUrl;
     this.#onError = options.onError ?? (() => {});
+    this.#relayMs = options.relayMs ?? RELAY_MS;
+    this.#relayWait = this.#relayMs;
   }
 
   /** Connects the listener; rejects if the first attempt fails. */
@@ -105,6 +132,7 @@ export class EventNotifications {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
+    clearTimeout(this.#relayTimer);
     this.#wakeAll();
     const client = this.#client;
     this.#client = undefined;
@@ -132,11 +160,48 @@ export class EventNotifications {
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, new Error('event listener connection ended')));
     await client.connect();
+    // The relay runs on this session too: bounded, so a stuck relay cannot hold it for ever.
+    await client.query(
+      "select set_config('statement_timeout', '30s', false), set_config('lock_timeout', '5s', false)",
+    );
     await client.query(`listen ${CHANNEL}`);
     this.#client = client;
     this.#retryMs = RECONNECT_MS.first;
     // Anything that committed while no one listened: let the waiters look.
     this.#wakeAll();
+    if (this.#relayMs > 0) this.#scheduleRelay(client, 0);
+  }
+
+  /** The relay's loop on the listening session; it ends with that session. */
+  #scheduleRelay(client: pg.Client, ms: number): void {
+    clearTimeout(this.#relayTimer);
+    this.#relayTimer = setTimeout(() => {
+      if (this.#client !== client || this.#stopped) return;
+      client
+        .query<{ placed: number }>('select weld_hidden.place_events(null, false, $1) as placed', [
+          RELAY_BATCH,
+        ])
+        .then(
+          ({ rows }) => {
+            this.#relayFailing = false;
+            const placed = rows[0]!.placed;
+            this.#relayWait =
+              placed > 0
+                ? this.#relayMs
+                : Math.min(this.#relayWait * 2, Math.max(RELAY_IDLE_MS, this.#relayMs));
+            this.#scheduleRelay(client, placed >= RELAY_BATCH ? 0 : this.#relayWait);
+          },
+          (error: unknown) => {
+            // A broken session is #lost's to handle; anything else is reported once and retried.
+            if (this.#client !== client) return;
+            const message = error instanceof Error ? error.message : String(error);
+            if (!this.#relayFailing) this.#onError(new Error(`event relay failed: ${message}`));
+            this.#relayFailing = true;
+            this.#scheduleRelay(client, this.#relayMs * 10);
+          },
+        );
+    }, ms);
+    this.#relayTimer.unref();
   }
 
   #lost(client: pg.Client, error: Error): void {

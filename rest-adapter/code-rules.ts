@@ -47,6 +47,7 @@ import { problems } from './http/problem.ts';
 import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
+import { placeEvents } from './events.ts';
 import { isos } from './isos.ts';
 import {
   cursorParam,
@@ -237,8 +238,8 @@ const SELECTION_FILTERS = {
 } as const;
 
 /**
- * A page of selections in the order they became visible (their position: the id of the event
- * that announced them, commit order within the tenant), so a reader holding a cursor misses no
+ * A page of selections in the order they became visible (their position: the id the relay gave
+ * the event that announced them, after commit), so a reader holding a cursor misses no
  * selection that committed after it read. The cursor is the last row's id: the page starts after
  * that row's place, which the statement reads (an unknown id, or one the caller may not see,
  * starts nowhere: an empty page).
@@ -262,7 +263,9 @@ function selectionPage(query: z.infer<typeof ExaminationSelectionQuery>): pg.Que
     );
   }
   values.push(query.limit + 1);
-  const clause = where.length ? `where ${where.join(' and ')}` : '';
+  // A selection has its place once the relay placed its event (weld_hidden.place_events).
+  where.push('s.position is not null');
+  const clause = `where ${where.join(' and ')}`;
   return prepared(
     `${SELECTION_FROM} ${clause} order by coalesce(s.position, 0), s.id limit $${values.length}`,
     values,
@@ -746,8 +749,8 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
         summary: 'List examination selections, oldest first',
         description:
           'The welds selected for examination, by draws (tier random), by examinations (examined) and by rejections (tiers ' +
-          '1, 2, full), in the order they became visible (commit order: a reader holding a cursor misses none that ' +
-          'committed later). A selection is open until an examination that meets it covers the weld, dated on or after ' +
+          '1, 2, full), in the order they became visible (their position is given after commit: a reader holding a cursor ' +
+          'misses none that committed later). A selection is open until an examination that meets it covers the weld, dated on or after ' +
           'the weld was welded, whatever its result, and then done, naming it (the earliest) as ndtRecordId or ' +
           `inspectionId. Filters combine with "and". ${TIERS}`,
         parameters: queryParameters(ExaminationSelectionQuery),
@@ -760,6 +763,8 @@ export function codeRuleRoutes(pool: pg.Pool): Route[] {
       },
       handler: async (req, res) => {
         const params = queryOf(ExaminationSelectionQuery, req);
+        // Positions of what has committed, this client's writes among them.
+        await placeEvents(pool, req.tenant!.id);
         const { rows } = await withContext(pool, callerContext(req), (db) =>
           db.query<{ id: string; selection: { id: string } }>(selectionPage(params)),
         );

@@ -4,11 +4,13 @@
 //                        that answers as soon as an event after the cursor commits
 //   GET /events/stream   the same events as Server-Sent Events, resumable with Last-Event-ID
 //
-// Why `id > cursor` never skips an event: ids are taken at commit, in commit order within a
-// tenant (the migration's header), so an event that becomes visible later always has a higher id
-// than every event a reader has seen. Readers hold no database connection while they wait: a
-// notification of a commit for their tenant (db/event-notifications.ts) wakes them to read again.
-// Every read runs as the caller, so row security shows each tenant only its own events.
+// Why `id > cursor` never skips an event: ids are given after commit, by one relay at a time,
+// each relay after the last (weld_hidden.place_events, migration 000023), so an event that becomes
+// visible later always has a higher id than every event a reader has seen. Each read runs the
+// relay first, so a client reads its own writes at once. Readers hold no database connection while
+// they wait: a notification of placed events for their tenant (db/event-notifications.ts) wakes
+// them to read again. Every read runs as the caller, so row security shows each tenant only its
+// own events.
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -31,7 +33,7 @@ export const Event = z
       .string()
       .regex(/^[0-9]+$/)
       .describe(
-        'the cursor: within a tenant, ids follow commit order, so reading id > cursor never misses an event; a decimal string',
+        "the cursor: ids are given after commit, in order, so reading id > cursor never misses or repeats an event, and one resource's events come in the order its changes committed; a decimal string",
       ),
     type: z.enum(EVENT_TYPES),
     subjectId: z.uuid().describe('the id of the resource that changed'),
@@ -162,7 +164,7 @@ export const EVENT_PAGE_BYTES = 1024 * 1024;
  * after the cursor (fewer when they pass EVENT_PAGE_BYTES), then the purge watermark (read after
  * the page, so a purge that ran before or during the read is seen). `next` is where the reader
  * continues: the last event read, or, when the page is not full, the head read before it; ids
- * follow commit order, so every event at or below that head was visible to the page read, and a
+ * are given after commit, in order, so every event at or below that head was visible to the page read, and a
  * filtered reader moves past what it does not want instead of scanning it again.
  */
 async function readEvents(
@@ -214,6 +216,27 @@ async function readEvents(
   return { after: cursor, next, rows, cut };
 }
 
+/**
+ * Places the tenant's events that have committed (the relay, weld_hidden.place_events; it waits
+ * for no other tenant's) in a statement of its own, so the relay's turn ends before the read that
+ * follows sees them: a client that wrote reads its own events (and selections' positions) at once.
+ */
+export async function placeEvents(pool: pg.Pool, tenantId: string): Promise<void> {
+  await pool.query(prepared('select weld_hidden.place_events($1)', [tenantId]));
+}
+
+/** One read as the caller, after placing what has committed. */
+async function readPlaced(
+  pool: pg.Pool,
+  req: Request,
+  after: string | undefined,
+  filter: Filter,
+  limit: number,
+): Promise<EventRead> {
+  await placeEvents(pool, req.tenant!.id);
+  return inDatabase(pool, req, (db) => readEvents(db, after, filter, limit));
+}
+
 /** Aborts when the client goes away (a long-poll or a stream then stops at once). */
 function clientGone(req: Request, res: Response): AbortSignal {
   const controller = new AbortController();
@@ -253,8 +276,9 @@ const EVENTS =
   'the URL left out: an admin\u2019s endpoint paused because its author was deactivated or stopped being an ' +
   'admin). Several changes of one ' +
   'resource in one transaction are one event showing the final state. `data` is the resource as its GET shows it ' +
-  'after the change. Ids grow in commit order within a tenant, so a reader that passes the last id it has as ' +
-  '`after` never misses or repeats an event, even when transactions commit out of the order they began. Events ' +
+  'after the change. Ids are given after commit, in order, so a reader that passes the last id it has as ' +
+  '`after` never misses or repeats an event, even when transactions commit out of the order they began, and one ' +
+  'resource\u2019s events come in the order its changes committed. Events ' +
   'are kept EVENT_RETENTION_DAYS (30 by default); a cursor into purged events is 410 /problems/cursor-expired. ' +
   'Who: every role (the events of your tenant only).';
 
@@ -333,7 +357,7 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
       try {
         let after = q.after;
         for (;;) {
-          const read = await inDatabase(pool, req, (db) => readEvents(db, after, q, q.limit + 1));
+          const read = await readPlaced(pool, req, after, q, q.limit + 1);
           after = read.after; // `now` is resolved once: later reads continue from it
           const waitMs = deadline - Date.now();
           const stop = gone.aborted || options.isDraining?.();
@@ -400,8 +424,12 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
       try {
         // The first read checks the cursor and the caller's rights, before the stream is answered.
         const filter = { types: params.types };
-        let pending: EventRead | undefined = await inDatabase(pool, req, (db) =>
-          readEvents(db, resumeFrom?.data ?? params.after ?? 'now', filter, STREAM_PAGE),
+        let pending: EventRead | undefined = await readPlaced(
+          pool,
+          req,
+          resumeFrom?.data ?? params.after ?? 'now',
+          filter,
+          STREAM_PAGE,
         );
         if (gone.aborted) return;
         // The stream lasts as long as the token it was opened with; the client reconnects with a
@@ -422,8 +450,7 @@ export function eventRoutes(pool: pg.Pool, options: EventOptions): Route[] {
             return;
           }
           const read: EventRead =
-            pending ??
-            (await inDatabase(pool, req, (db) => readEvents(db, cursor, filter, STREAM_PAGE)));
+            pending ?? (await readPlaced(pool, req, cursor, filter, STREAM_PAGE));
           pending = undefined;
           for (const row of read.rows) {
             res.write(`id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(row)}\n\n`);

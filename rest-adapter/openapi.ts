@@ -281,7 +281,7 @@ function buildDocument(routes: Route[]) {
         'operation, so not listed below). It uses cookie mode and only the operations listed here and ' +
         'the event stream; GET /weld-transitions gives it (and any client) the status changes the ' +
         "tenant's rules open to each role.\n\n" +
-        'Events: every committed change of a resource is an event, in commit order (GET /events, with ' +
+        'Events: every committed change of a resource is an event, in the order ids are given after commit (GET /events, with ' +
         '`wait` a long-poll; GET /events/stream as Server-Sent Events; signed webhooks to the endpoints ' +
         'admins register at /webhooks, described in the `webhooks` section).\n\n' +
         'Under faults every answer stays bounded: while the database is down or unreachable, requests ' +

@@ -1,6 +1,6 @@
-// F8, events in SQL: the feed. Row security and privileges; ids follow commit order within a
-// tenant, so a reader of `id > cursor` never skips; commits wake listeners of `weld_events`; old
-// events are purged behind a watermark.
+// F8, events in SQL: the feed. Row security and privileges; ids are given after commit by the
+// relay (weld_hidden.place_events, 000023), so a reader of `id > cursor` never skips; the relay
+// wakes listeners of `weld_events`; old events are purged behind a watermark.
 import test from 'ava';
 import { connectClient, withContext } from '../../db/database.ts';
 import type { TenantFixture } from '../helpers/fixtures.ts';
@@ -66,13 +66,13 @@ test("row security: tenant B's viewer sees only B's events, none of A's; no API 
 //------------------------------------------------------------------------------------------------
 // Order
 
-test('order: 8 concurrent writers with interleaved commits, one reader of id > cursor: it sees every event of the tenant exactly once, in id order, one per committed change', async (t) => {
+test('order: 8 concurrent writers with interleaved commits, two relays, one reader of id > cursor: it sees every event of the tenant exactly once, in id order, one per committed change', async (t) => {
   const WRITERS = 8;
   const TRANSACTIONS = 30;
   const s = await setup(t, WRITERS + 2);
   const { a } = s;
   // Each writer has a weld and an ISO of its own, so writers never wait on each other's rows:
-  // only the commits (and the outbox's lock in them) meet.
+  // only their commits interleave.
   const own: Array<{ weld: string; iso: string }> = [];
   for (let w = 0; w < WRITERS; w++) {
     own.push({
@@ -127,8 +127,11 @@ test('order: 8 concurrent writers with interleaved commits, one reader of id > c
   let writing = true;
   const seen: Array<{ id: string; subject_id: string }> = [];
   let reads = 0;
+  // As REST reads: the relay first (a statement of its own), then the page as a request role.
+  // Meanwhile the server's loop relays too, giving up when another relay runs.
   const read = async () => {
     const cursor = seen.at(-1)?.id ?? start;
+    await s.place();
     const rows = await s.as(
       a,
       'viewer',
@@ -149,10 +152,18 @@ test('order: 8 concurrent writers with interleaved commits, one reader of id > c
     await read(); // after the last commit: whatever the loop had not seen yet
   };
 
+  const relayLoop = async () => {
+    while (writing) {
+      await s.pool.query('select weld_hidden.place_events(null, false)');
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  };
+
   const readerDone = reader();
+  const relayDone = relayLoop();
   await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
   writing = false;
-  await readerDone;
+  await Promise.all([readerDone, relayDone]);
   t.log(`${reads} reads, ${seen.length} events`);
 
   const ids = seen.map((e) => BigInt(e.id));
@@ -175,55 +186,186 @@ test('order: 8 concurrent writers with interleaved commits, one reader of id > c
 //------------------------------------------------------------------------------------------------
 // Wake-ups
 
-test('NOTIFY weld_events: "<tenant> <type>" after a commit that wrote events, once per type per transaction, and nothing for a rolled-back one (notifications arrive in commit order)', async (t) => {
-  const s = await setup(t);
-  const { a, b } = s;
-  const listener = await connectClient(s.target.authenticatorUrl);
-  t.teardown(() => listener.end());
-  const received: string[] = [];
-  let arrived: (() => void) | undefined;
-  listener.on('notification', (n) => {
-    if (n.channel === 'weld_events') received.push(n.payload ?? '');
-    arrived?.();
-  });
-  await listener.query('listen weld_events');
-  /** Resolves once `count` notifications have arrived in all. */
-  const until = (count: number) =>
-    new Promise<void>((resolve) => {
-      arrived = () => received.length >= count && resolve();
-      arrived();
+// Serial: another test's relay would place (and announce) this one's events.
+test.serial(
+  'the relay NOTIFYs weld_events "<tenant> <type>" once per tenant and type it placed; a writer notifies nothing, a rolled-back one leaves nothing to place, an empty relay is silent',
+  async (t) => {
+    const s = await setup(t);
+    const { a, b } = s;
+    await s.mark(); // the world's own setup placed before anyone listens
+    const listener = await connectClient(s.target.authenticatorUrl);
+    t.teardown(() => listener.end());
+    const received: string[] = [];
+    let arrived: (() => void) | undefined;
+    listener.on('notification', (n) => {
+      if (n.channel === 'weld_events') received.push(n.payload ?? '');
+      arrived?.();
     });
-  const commitIn = (fx: TenantFixture) =>
-    s.as(fx, 'engineer', (c) =>
-      c.query(`update weld_public.isos set area = 'x' || now() where id = $1`, [fx.isoId]),
+    await listener.query('listen weld_events');
+    /** Resolves once `count` notifications have arrived in all. */
+    const until = (count: number) =>
+      new Promise<void>((resolve) => {
+        arrived = () => received.length >= count && resolve();
+        arrived();
+      });
+    /** What arrives within a moment, for the silences (a notification takes a millisecond). */
+    const quietly = () => new Promise((resolve) => setTimeout(resolve, 200));
+    const place = async () =>
+      (await s.pool.query<{ n: number }>('select weld_hidden.place_events() as n')).rows[0]!.n;
+    const commitIn = (fx: TenantFixture) =>
+      s.as(fx, 'engineer', (c) =>
+        c.query(`update weld_public.isos set area = 'x' || now() where id = $1`, [fx.isoId]),
+      );
+
+    await t.throwsAsync(
+      s.as(a, 'engineer', async (c) => {
+        await c.query(`update weld_public.isos set area = 'undone' where id = $1`, [a.isoId]);
+        throw new Error('rolled back');
+      }),
+    );
+    await commitIn(b);
+    await quietly();
+    t.deepEqual(received, [], 'writers send no NOTIFY');
+    t.is(await place(), 1, "B's event; the rolled-back one left none");
+    await until(1);
+    t.deepEqual(received, [`${b.tenantId} iso.updated`]);
+
+    // Four changes of three types in one transaction, and one more of B: one notification per
+    // tenant and type.
+    await s.as(a, 'engineer', async (c) => {
+      await c.query(`update weld_public.isos set area = 'y' where id = $1`, [a.isoId]);
+      await c.query(`update weld_public.welders set name = 'Z' where id = $1`, [a.welderId]);
+      await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-N', 'L')`);
+      await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-O', 'L')`);
+    });
+    await commitIn(b);
+    t.is(await place(), 5);
+    await until(5);
+    t.deepEqual(
+      received.slice(1).sort(),
+      sorted([
+        `${a.tenantId} iso.created`,
+        `${a.tenantId} iso.updated`,
+        `${a.tenantId} welder.updated`,
+        `${b.tenantId} iso.updated`,
+      ]),
+    );
+    t.is(await place(), 0);
+    await quietly();
+    t.is(received.length, 5, 'nothing placed, nothing sent');
+  },
+);
+
+test.serial(
+  'the relay places committed events in the order they were written, a batch at a time, and gives the selections they open their positions; none is read before',
+  async (t) => {
+    const s = await setup(t);
+    const { a } = s;
+    const since = await s.mark();
+    const subjects: string[] = [];
+    for (let n = 0; n < 5; n++) {
+      subjects.push(
+        (
+          await s.one(
+            a,
+            'engineer',
+            `insert into weld_public.isos (iso_number, line_number)
+                                     values ($1, 'L-R') returning id`,
+            [`ISO-R${n}`],
+          )
+        ).id,
+      );
+    }
+    const pending = await s.owner.query<{ subject_id: string }>(
+      `select subject_id from weld_hidden.pending_events where tenant_id = $1 order by n`,
+      [a.tenantId],
+    );
+    t.deepEqual(
+      pending.rows.map((r) => r.subject_id),
+      subjects,
+      'waiting for the relay, in the order they were written',
+    );
+    t.deepEqual(
+      await s.as(
+        a,
+        'viewer',
+        async (c) =>
+          (await c.query(`select id from weld_public.events where id > $1`, [since])).rows,
+      ),
+      [],
+      'a request role sees none of them yet',
+    );
+    const placed = await s.pool.query<{ n: number }>(
+      'select weld_hidden.place_events(null, true, 2) as n',
+    );
+    t.is(placed.rows[0]!.n, 2, 'a batch');
+    await s.pool.query('select weld_hidden.place_events()');
+    const events = await s.eventsSince(a, since);
+    t.deepEqual(
+      events.map((e) => e.subject_id),
+      subjects,
+      'in the order they were written',
+    );
+    const ids = events.map((e) => BigInt(e.id));
+    t.true(ids.every((id, i) => i === 0 || id > ids[i - 1]!));
+    t.is(
+      (
+        await s.owner.query('select from weld_hidden.pending_events where tenant_id = $1', [
+          a.tenantId,
+        ])
+      ).rowCount,
+      0,
+      'moved, not copied',
+    );
+    t.is(
+      (
+        await s.as(a, 'viewer', (c) =>
+          c.query(`select id from weld_public.events where id > $1`, [since]),
+        )
+      ).rows.length,
+      5,
+      'placed, they are read',
     );
 
-  await t.throwsAsync(
-    s.as(a, 'engineer', async (c) => {
-      await c.query(`update weld_public.isos set area = 'undone' where id = $1`, [a.isoId]);
-      throw new Error('rolled back');
-    }),
-  );
-  // B's commit comes after A's rollback: had the rollback notified, that would arrive first.
-  await commitIn(b);
-  await until(1);
-  t.deepEqual(received, [`${b.tenantId} iso.updated`]);
+    // A selection's position is its opened event's id, set when the relay places it.
+    const weld = await a.weld('PENDING', 'SEL-1');
+    const selection = await s.insert('examination_selections', {
+      tenant_id: a.tenantId,
+      weld_id: weld,
+      method: 'RT',
+      tier: 'random',
+      seed: 1,
+      reason: 'placed by the relay',
+    });
+    const position = async () =>
+      (
+        await s.owner.query<{ position: string | null }>(
+          'select position::text from weld_public.examination_selections where id = $1',
+          [selection],
+        )
+      ).rows[0]!.position;
+    t.is(await position(), null, 'not yet placed');
+    const opened = (await s.eventsSince(a, events.at(-1)!.id)).find(
+      (e) => e.type === 'examination_selection.opened',
+    );
+    t.is(opened?.subject_id, selection);
+    t.is(await position(), opened!.id);
+  },
+);
 
-  // Four changes of three types in one transaction: one notification per type.
-  await s.as(a, 'engineer', async (c) => {
-    await c.query(`update weld_public.isos set area = 'y' where id = $1`, [a.isoId]);
-    await c.query(`update weld_public.welders set name = 'Z' where id = $1`, [a.welderId]);
-    await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-N', 'L')`);
-    await c.query(`insert into weld_public.isos (iso_number, line_number) values ('ISO-O', 'L')`);
-  });
-  await commitIn(b);
-  await until(5);
-  t.deepEqual(received.slice(1, 4).sort(), [
-    `${a.tenantId} iso.created`,
-    `${a.tenantId} iso.updated`,
-    `${a.tenantId} welder.updated`,
-  ]);
-  t.deepEqual(received.slice(4), [`${b.tenantId} iso.updated`], 'in commit order');
+test('the relay refuses to run inside a transaction that wrote events (they would be placed before they commit, and a reader could pass them)', async (t) => {
+  const s = await setup(t);
+  const { a } = s;
+  await s.owner.query('begin');
+  try {
+    // The outbox fires at once instead of at commit, so this transaction has events waiting.
+    await s.owner.query('set constraints all immediate');
+    await s.owner.query(`update weld_public.isos set area = 'early' where id = $1`, [a.isoId]);
+    const error = await t.throwsAsync(s.owner.query('select weld_hidden.place_events()'));
+    t.is((error as Error & { code?: string }).code, '25000');
+  } finally {
+    await s.owner.query('rollback');
+  }
 });
 
 //------------------------------------------------------------------------------------------------

@@ -61,13 +61,15 @@ async function isoWithHistory(s: World) {
       `insert into weld_public.isos (iso_number, line_number) values ('ISO-F', 'L') returning id`,
     ),
   );
-  const history = async () =>
-    (
+  const history = async () => {
+    await s.place();
+    return (
       await s.owner.query<{ id: string; type: string }>(
         `select e.id::text, e.type from weld_public.events e where e.subject_id = $1 order by e.id`,
         [result.id],
       )
     ).rows;
+  };
   return { id: result.id, history };
 }
 
@@ -80,11 +82,12 @@ const forgingFirstEventId = (s: World, sql: string, id: string) =>
     }),
   );
 
-// The outbox finds "this transaction's event for the resource" through the transaction-local
-// setting weld.first_event_id. Any role may set a custom setting (a request role may set
-// weld.suppress_events, which is why that one is honoured for the owner only), so this one must
-// not let a request hide its change, nor delete or rewrite events already committed (and maybe
-// already read or delivered).
+// The outbox finds "this transaction's event for the resource" among the events waiting for the
+// relay (weld_hidden.pending_events, by its own transaction id; until 000023 through the
+// transaction-local setting weld.first_event_id). Any role may set a custom setting (a request role may set
+// weld.suppress_events, which is why that one is honoured for the owner only), so a forged one
+// must not let a request hide its change, nor delete or rewrite events already committed (and
+// maybe already read or delivered).
 
 test('a request role that sets weld.first_event_id still has its change announced', async (t) => {
   const s = await setup(t);

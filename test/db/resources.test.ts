@@ -633,7 +633,9 @@ test("the server's housekeeping purges idempotency keys and old events with the 
      values ($1, $2, 'old', 'h', now() - interval '2 days')`,
     [a.tenantId, a.users.viewer],
   );
-  // The fixture's writes are events; the oldest is made older than the retention.
+  // The fixture's writes are events (placed, as the server's relay would); the oldest is made
+  // older than the retention.
+  await owner.query('select weld_hidden.place_events()');
   await owner.query(
     `update weld_public.events set occurred_at = now() - interval '31 days'
       where id = (select min(id) from weld_public.events where tenant_id = $1)`,

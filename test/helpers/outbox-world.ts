@@ -48,16 +48,21 @@ export async function setup(t: ExecutionContext, poolSize = 4) {
       )
     ).rows[0]!.id;
   };
-  /** The newest event id of every tenant: what happens next has higher ids. */
-  const mark = async () =>
-    (
+  /** Gives committed events their ids (the relay, as the server runs it; none runs here). */
+  const place = () => owner.query('select weld_hidden.place_events()');
+  /** The newest event id of every tenant, all committed events placed: what happens next has higher ids. */
+  const mark = async () => {
+    await place();
+    return (
       await owner.query<{ id: string }>(
         `select coalesce(max(id), 0)::text as id from weld_public.events`,
       )
     ).rows[0]!.id;
+  };
   /** The tenant's events after `since`, in id order, as the owner sees them (all of them). */
-  const eventsSince = async (fx: TenantFixture, since: string) =>
-    (
+  const eventsSince = async (fx: TenantFixture, since: string) => {
+    await place();
+    return (
       await owner.query<Event>(
         `select e.id::text, e.type, e.subject_id, e.actor_id, e.data, e.change
            from weld_public.events e
@@ -65,6 +70,7 @@ export async function setup(t: ExecutionContext, poolSize = 4) {
         [fx.tenantId, since],
       )
     ).rows;
+  };
   /** Runs `work`, then returns its result and the events of fx's tenant written meanwhile. */
   const eventsOf = async <T>(fx: TenantFixture, work: () => Promise<T>) => {
     const since = await mark();
@@ -85,7 +91,7 @@ export async function setup(t: ExecutionContext, poolSize = 4) {
         welds: welds.map(([weldId, result]) => ({ weldId, result })),
       }),
     ]);
-  return { ...world, as, one, insert, mark, eventsSince, eventsOf, recordNdt };
+  return { ...world, as, one, insert, place, mark, eventsSince, eventsOf, recordNdt };
 }
 export type World = Awaited<ReturnType<typeof setup>>;
 

@@ -694,10 +694,11 @@ test('a page holds at most 1 MiB of events: eight of 300 kB come four at a time,
   const tenant = (
     await w.owner.query<{ id: string }>("select id from weld_public.tenants where slug = 'alpha'")
   ).rows[0]!.id;
-  // Big events, as a DBA could write them (an NDT record of thousands of welds is as big).
+  // Big events, as the outbox writes them (an NDT record of thousands of welds is as big); the
+  // reads place them.
   for (let i = 0; i < 8; i++) {
     await w.owner.query(
-      `insert into weld_public.events (tenant_id, type, subject_id, data)
+      `insert into weld_hidden.pending_events (tenant_id, type, subject_id, data)
        values ($1, 'ndt_record.updated', gen_random_uuid(), jsonb_build_object('notes', repeat('x', 300000)))`,
       [tenant],
     );
@@ -713,7 +714,7 @@ test('a page holds at most 1 MiB of events: eight of 300 kB come four at a time,
   t.is(new Set(all.map((e: Json) => e.id)).size, 8);
   // One event larger than the budget still comes, alone.
   await w.owner.query(
-    `insert into weld_public.events (tenant_id, type, subject_id, data)
+    `insert into weld_hidden.pending_events (tenant_id, type, subject_id, data)
      values ($1, 'ndt_record.updated', gen_random_uuid(), jsonb_build_object('notes', repeat('y', 1200000)))`,
     [tenant],
   );

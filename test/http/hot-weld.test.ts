@@ -85,6 +85,7 @@ test('one hot weld: every acknowledged change is in the history and the feed onc
     acknowledged.map((a) => `${a.reason} -> ${a.status}`),
   );
 
+  await owner.query('select weld_hidden.place_events()'); // what the server's relay does
   const events = await owner.query<{ reason: string; to: string }>(
     `select change->>'reason' as reason, change->>'to' as to from weld_public.events
       where tenant_id = $1 and subject_id = $2 and type = 'weld.status_changed' order by id`,
