@@ -4,8 +4,9 @@
 // the relay, moves committed ones to the feed with their ids and NOTIFYs `weld_events` with
 // "<tenant id> <event type>", once per tenant and type it placed. One dedicated connection per
 // process LISTENs (LISTEN needs a session of its own) and runs the relay on the same session,
-// every RELAY_MS while it finds events and less often while it finds none (up to RELAY_IDLE_MS) (several instances take turns: the relay gives up when another runs). It wakes
-// whoever waits for that tenant and type: long-polls and streams of those types
+// every RELAY_MS while it finds events and less often while it finds none (up to RELAY_IDLE_MS,
+// which bounds a long-poll's delay); several instances take turns per tenant. It wakes whoever
+// waits for that tenant and type: long-polls and streams of those types
 // (rest-adapter/events.ts) and the webhook worker (which waits for any tenant). A reader of rare
 // types is not woken by every weld status change, and a burst of events wakes a reader once
 // (DEBOUNCE_MS), not once each.
@@ -22,12 +23,11 @@ const RECONNECT_MS = { first: 500, max: 30_000 };
 export const DEBOUNCE_MS = 20;
 /**
  * How often the relay looks for committed events to place while it finds some; each empty look
- * doubles the wait, up to RELAY_IDLE_MS. (An empty look still reads the waiting room's pages,
- * dead rows of moved events included until the next vacuum: a hundred looks a second of a room
- * that just moved 200,000 events cost more than the reads they serve.)
+ * doubles the wait, up to RELAY_IDLE_MS. (An empty look is a probe of the waiting room's key,
+ * which walks the entries of moved events until a vacuum removes them.)
  */
 export const RELAY_MS = 10;
-export const RELAY_IDLE_MS = 160;
+export const RELAY_IDLE_MS = 40;
 /** Events of a tenant one relay places at most; a full batch is followed by another at once. */
 const RELAY_BATCH = 10_000;
 

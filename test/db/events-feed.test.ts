@@ -9,7 +9,7 @@ import { sorted, setup } from '../helpers/outbox-world.ts';
 //------------------------------------------------------------------------------------------------
 // Row security and privileges
 
-test("row security: tenant B's viewer sees only B's events, none of A's; no API role writes events (42501)", async (t) => {
+test("row security: tenant B's viewer sees only B's events, none of A's; no API role writes events, touches the waiting room or runs the relay (42501)", async (t) => {
   const s = await setup(t);
   const { a, b } = s;
   const mine = await s.insert('isos', {
@@ -52,6 +52,12 @@ test("row security: tenant B's viewer sees only B's events, none of A's; no API 
       `update weld_public.events set data = '{}'`,
       `delete from weld_public.events`,
       `update weld_hidden.event_purges set purged_through = 0`,
+      // The waiting room is the relay's alone: no forging, reading, reordering or dropping.
+      `insert into weld_hidden.pending_events (tenant_id, type, subject_id, data) values ('${a.tenantId}', 'iso.created', gen_random_uuid(), '{}')`,
+      `select * from weld_hidden.pending_events`,
+      `update weld_hidden.pending_events set data = '{}'`,
+      `delete from weld_hidden.pending_events`,
+      `select weld_hidden.place_events()`,
     ]) {
       await t.throwsAsync(
         s.as(a, role, (c) => c.query(sql)),

@@ -96,7 +96,9 @@ async function holdings(owner: pg.Client, tenant: string) {
   const { rows } = await owner.query<Record<string, number>>(
     `select (select count(*) from weld_public.isos where tenant_id = $1)::int as isos,
             (select count(*) from weld_public.welds where tenant_id = $1)::int as welds,
-            (select count(*) from weld_public.events where tenant_id = $1)::int as events,
+            -- Written events, placed or still waiting for the relay (which may move them meanwhile).
+            ((select count(*) from weld_public.events where tenant_id = $1)
+             + (select count(*) from weld_hidden.pending_events where tenant_id = $1))::int as events,
             (select count(*) from weld_hidden.imports where tenant_id = $1)::int as imports,
             (select coalesce(sum(version), 0) from weld_public.welds where tenant_id = $1)::int as versions`,
     [tenant],
