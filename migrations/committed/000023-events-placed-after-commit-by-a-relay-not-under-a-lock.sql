@@ -1,5 +1,5 @@
 --! Previous: sha1:89ec3d8d31b1dc0f78fc16a7a42e3a3d87e9731c
---! Hash: sha1:e27669e2649f34369d1e31ce737e33b3e61ed135
+--! Hash: sha1:9deb12a3f92db3bc56dc7ba565bdf69531e88c40
 --! Message: Events placed after commit by a relay, not under a lock
 
 -- Events without a commit-order lock (issue F16). Until now a transaction took its tenant's
@@ -429,6 +429,49 @@ $$;
 
 grant execute on function weld_hidden.place_events(uuid, boolean, integer) to weld_authenticator;
 --! EndIncluded functions/weld_hidden.place_events.sql
+--! Included functions/weld_private.tg_webhooks__position.sql
+-- A new endpoint starts at the tenant's newest event: it receives what happens from now on.
+-- Re-activating one clears its failure and tries again at once, from where it stopped. The acting
+-- user becomes the author of a new endpoint, and of one whose URL, event types or secret they
+-- change or which they resume (lock_webhook_author): an endpoint's author is who chose where it
+-- points and who knows its secret, and it pauses when that one goes.
+create or replace function weld_private.tg_webhooks__position() returns trigger
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if tg_op = 'INSERT' then
+    -- What committed before it is placed first (migration 000023), so "newest" is newest.
+    perform weld_hidden.place_events(new.tenant_id);
+    new.last_event_id := coalesce(
+      (select max(e.id) from weld_public.events e where e.tenant_id = new.tenant_id), 0);
+    if weld_hidden.current_user_id() is not null then
+      new.created_by := weld_hidden.lock_webhook_author();
+    end if;
+    return new;
+  end if;
+  if new.active and not old.active then
+    new.disabled_reason := null;
+    new.failing_since := null;
+    new.attempt := 0;
+    new.next_attempt_at := now();
+  end if;
+  if old.paused_at is not null and new.paused_at is null then
+    new.next_attempt_at := least(new.next_attempt_at, now());
+  end if;
+  if weld_hidden.current_user_id() is not null
+     and ((new.url, new.event_types, new.secret, new.secret_set_at)
+          is distinct from (old.url, old.event_types, old.secret, old.secret_set_at)
+          or (old.paused_at is not null and new.paused_at is null)) then
+    new.created_by := weld_hidden.lock_webhook_author();
+  end if;
+  return new;
+end
+$$;
+
+create or replace trigger _050_position before insert or update on weld_hidden.webhooks
+  for each row execute function weld_private.tg_webhooks__position();
+--! EndIncluded functions/weld_private.tg_webhooks__position.sql
 
 comment on table weld_public.events is E'@aggregates on\nOne committed change of a resource, in the order ids are given after commit: its type, the resource''s id, who made it, when, and the resource as REST shows it after the change.';
 comment on column weld_public.events.id is 'The cursor: ids are given after commit, in order, so reading id > cursor never misses or repeats an event, and one resource''s events come in the order its changes committed.';
