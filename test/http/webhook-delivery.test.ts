@@ -182,7 +182,12 @@ test('messages are signed, in order, retried after a 500 with the same id, and o
   t.is(r.got[3]!.json.data.status, 'ACCEPTED');
   t.false(signatureValid('whsec_' + Buffer.alloc(32).toString('base64'), r.got[3]!), 'not any key');
 
-  const deliveries = ok(await w.a.admin.get(`/webhooks/${hook.id}/deliveries`));
+  // The receiver answers before the worker records the answer: wait for the fourth record.
+  let deliveries: Json = { items: [] };
+  await until(async () => {
+    deliveries = ok(await w.a.admin.get(`/webhooks/${hook.id}/deliveries`));
+    return deliveries.items.length >= 4;
+  }, 'four delivery records');
   t.deepEqual(
     deliveries.items.map((d: Json) => [d.attempt, d.status]),
     [
