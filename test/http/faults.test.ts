@@ -352,8 +352,17 @@ test('overload: 200 requests stalled behind a lock on a pool of 5 are each answe
       if (answer.status !== 200) {
         t.is(answer.status, 503);
         t.is(answer.contentType, 'application/problem+json');
-        t.true(['/problems/busy', '/problems/timeout'].includes(answer.type!), answer.type);
+        // (database-unavailable: one of the connections the pool opens during the storm (it held
+        // one before) did not finish its handshake within the 300 ms wait; seen once in CI, with
+        // the suite loading both cores.)
+        t.true(
+          ['/problems/busy', '/problems/timeout', '/problems/database-unavailable'].includes(
+            answer.type!,
+          ),
+          answer.type,
+        );
         if (answer.type === '/problems/busy') t.is(answer.retryAfter, '1');
+        if (answer.type === '/problems/database-unavailable') t.is(answer.retryAfter, '5');
       }
       const key = answer.status === 200 ? '200' : answer.type!;
       byType.set(key, (byType.get(key) ?? 0) + 1);
