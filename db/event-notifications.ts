@@ -56,8 +56,8 @@ export class EventNotifications {
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #relayMs: number;
   #relayTimer: NodeJS.Timeout | undefined;
-  /** The relay's last failure, reported once until it works again. */
-  #relayFailing = false;
+  /** Tenants whose last relay failed, each reported once until it works again ('' = the listing). */
+  readonly #relayFailing = new Set<string>();
   /** The wait before the next look: RELAY_MS after placing, doubled by each empty look. */
   #relayWait = RELAY_MS;
 
@@ -177,31 +177,65 @@ export class EventNotifications {
     clearTimeout(this.#relayTimer);
     this.#relayTimer = setTimeout(() => {
       if (this.#client !== client || this.#stopped) return;
-      client
-        .query<{ placed: number }>('select weld_hidden.place_events(null, false, $1) as placed', [
-          RELAY_BATCH,
-        ])
-        .then(
-          ({ rows }) => {
-            this.#relayFailing = false;
-            const placed = rows[0]!.placed;
-            this.#relayWait =
-              placed > 0
-                ? this.#relayMs
-                : Math.min(this.#relayWait * 2, Math.max(RELAY_IDLE_MS, this.#relayMs));
-            this.#scheduleRelay(client, placed >= RELAY_BATCH ? 0 : this.#relayWait);
-          },
-          (error: unknown) => {
-            // A broken session is #lost's to handle; anything else is reported once and retried.
-            if (this.#client !== client) return;
-            const message = error instanceof Error ? error.message : String(error);
-            if (!this.#relayFailing) this.#onError(new Error(`event relay failed: ${message}`));
-            this.#relayFailing = true;
-            this.#scheduleRelay(client, this.#relayMs * 10);
-          },
-        );
+      this.#relayOnce(client).then(
+        (placed) => {
+          this.#relayWait =
+            placed > 0
+              ? this.#relayMs
+              : Math.min(this.#relayWait * 2, Math.max(RELAY_IDLE_MS, this.#relayMs));
+          this.#scheduleRelay(client, placed >= RELAY_BATCH ? 0 : this.#relayWait);
+        },
+        // (Only the listing failed: a broken session is #lost's to handle.)
+        () => this.#scheduleRelay(client, this.#relayMs * 10),
+      );
     }, ms);
     this.#relayTimer.unref();
+  }
+
+  /**
+   * Places the events of every tenant that has some waiting, each tenant in a transaction of its
+   * own: one tenant's failure (a waiting event locked by someone else, a statement timeout) or
+   * backlog holds up no other, and a tenant busy with another relay is skipped. Resolves the most
+   * one tenant had placed (a full batch means more are waiting).
+   */
+  async #relayOnce(client: pg.Client): Promise<number> {
+    const tenants = await this.#relayStep(client, '', () =>
+      client.query<{ tenant: string }>('select weld_hidden.waiting_tenants() as tenant'),
+    );
+    let most = 0;
+    for (const { tenant } of tenants?.rows ?? []) {
+      if (this.#client !== client || this.#stopped) break;
+      const placed = await this.#relayStep(client, tenant, () =>
+        client.query<{ placed: number }>(
+          'select weld_hidden.place_events($1, false, $2) as placed',
+          [tenant, RELAY_BATCH],
+        ),
+      );
+      most = Math.max(most, placed?.rows[0]!.placed ?? 0);
+    }
+    if (!tenants) throw new Error('no listing');
+    return most;
+  }
+
+  /** One statement of the relay; a failure is reported once per tenant and resolves undefined. */
+  async #relayStep<T>(
+    client: pg.Client,
+    key: string,
+    run: () => Promise<T>,
+  ): Promise<T | undefined> {
+    try {
+      const result = await run();
+      this.#relayFailing.delete(key);
+      return result;
+    } catch (error) {
+      if (this.#client === client && !this.#relayFailing.has(key)) {
+        const message = error instanceof Error ? error.message : String(error);
+        const whose = key === '' ? '' : ` for tenant ${key}`;
+        this.#onError(new Error(`event relay failed${whose}: ${message}`));
+      }
+      this.#relayFailing.add(key);
+      return undefined;
+    }
   }
 
   #lost(client: pg.Client, error: Error): void {

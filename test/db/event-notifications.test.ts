@@ -1,10 +1,12 @@
 // The wake-ups of event readers (db/event-notifications.ts) against a real PostgreSQL, with its
 // relay placing what commits: a reader of some types sleeps through commits of others, a burst of
 // commits wakes a reader once, and a reader of every type (the webhook worker's '*') wakes for
-// anything.
+// anything; and its loop places each tenant in a transaction of its own.
 import test from 'ava';
 import { EventNotifications } from '../../db/event-notifications.ts';
-import { twoTenants } from '../helpers/fixtures.ts';
+import { ownerClient, twoTenants } from '../helpers/fixtures.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function world(t: import('ava').ExecutionContext) {
   const { target, owner, a, b } = await twoTenants(t);
@@ -60,4 +62,51 @@ test('a burst of commits wakes a waiting reader once, not once each', async (t) 
   // One relay (two, if the burst straddles one) places the burst and notifies once per tenant and
   // type; the reader reads once for them (at most twice).
   t.true(wakes.length >= 1 && wakes.length <= 2, `${wakes.length} wake-ups for 10 commits`);
+});
+
+test("the relay's loop places each tenant on its own: one with a waiting event locked holds up no other, and is reported once", async (t) => {
+  const { target, owner, a, b } = await twoTenants(t);
+  await owner.query('select weld_hidden.place_events()');
+  // Someone (a DBA's open transaction, a tenant being deleted) holds A's waiting event locked.
+  await owner.query(`update weld_public.isos set area = 'held' where id = $1`, [a.isoId]);
+  const holder = await ownerClient(target);
+  t.teardown(() => holder.end());
+  await holder.query('begin');
+  await holder.query('select from weld_hidden.pending_events where tenant_id = $1 for update', [
+    a.tenantId,
+  ]);
+  const errors: string[] = [];
+  const notifications = new EventNotifications(target.authenticatorUrl, {
+    relayMs: 20,
+    onError: (error) => errors.push(error.message),
+  });
+  await notifications.start();
+  t.teardown(() => notifications.stop());
+
+  const waiting = async (tenantId: string) =>
+    Number(
+      (
+        await owner.query(
+          'select count(*) as n from weld_hidden.pending_events where tenant_id = $1',
+          [tenantId],
+        )
+      ).rows[0].n,
+    );
+  // B writes three times while A's event stays locked: each is placed.
+  for (let n = 0; n < 3; n++) {
+    await owner.query(`update weld_public.isos set area = $2 where id = $1`, [b.isoId, `b${n}`]);
+    const deadline = Date.now() + 5_000;
+    while ((await waiting(b.tenantId)) > 0 && Date.now() < deadline) await sleep(20);
+    t.is(await waiting(b.tenantId), 0, `B's event ${n} placed while A's is held`);
+  }
+  t.is(await waiting(a.tenantId), 1, "A's event waits");
+  const reported = errors.filter((m) => m.includes(a.tenantId));
+  t.is(reported.length, 1, 'the failure is reported once, naming the tenant');
+  t.regex(reported[0]!, /^event relay failed for tenant [0-9a-f-]+: .*lock/);
+  t.false(errors.some((m) => m.includes(b.tenantId)));
+
+  await holder.query('rollback');
+  const deadline = Date.now() + 5_000;
+  while ((await waiting(a.tenantId)) > 0 && Date.now() < deadline) await sleep(20);
+  t.is(await waiting(a.tenantId), 0, "A's event is placed once it is free");
 });

@@ -263,6 +263,42 @@ test.serial(
 );
 
 test.serial(
+  'a transaction of more events than a batch reaches the feed in parts, in the order written',
+  async (t) => {
+    const s = await setup(t);
+    const { a } = s;
+    const since = await s.mark();
+    // One transaction writes five events (an import writes 100,000 in one).
+    const subjects = await s.as(a, 'engineer', async (c) => {
+      const ids: string[] = [];
+      for (let n = 0; n < 5; n++) {
+        const { rows } = await c.query<{ id: string }>(
+          `insert into weld_public.isos (iso_number, line_number) values ($1, 'L-P') returning id`,
+          [`ISO-P${n}`],
+        );
+        ids.push(rows[0]!.id);
+      }
+      return ids;
+    });
+    const counts: number[] = [];
+    for (let call = 0; call < 4; call++) {
+      const placed = await s.pool.query<{ n: number }>(
+        'select weld_hidden.place_events($1, true, 2) as n',
+        [a.tenantId],
+      );
+      counts.push(placed.rows[0]!.n);
+    }
+    t.deepEqual(counts, [2, 2, 1, 0], 'at most a batch per call, the rest at the next');
+    const events = await s.eventsSince(a, since);
+    t.deepEqual(
+      events.map((e) => e.subject_id),
+      subjects,
+      'in the order written',
+    );
+  },
+);
+
+test.serial(
   'the relay places committed events in the order they were written, a batch at a time, and gives the selections they open their positions; none is read before',
   async (t) => {
     const s = await setup(t);

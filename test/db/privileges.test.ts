@@ -212,6 +212,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.purge_events(keep_days integer)': server(owner),
     // The relay (000023): the server's loop and its reads of the feed, as the authenticator.
     'weld_hidden.place_events(tenant uuid, wait boolean, batch integer)': server(owner),
+    'weld_hidden.waiting_tenants()': server(owner),
     // The weld register import (000013): engineers and up import; every reader's export.
     // weld_rules', not the owner's (F14): weld_rules may create temporary tables.
     'weld_hidden.begin_weld_import()': roles('weld_rules', 'weld_engineer'),
@@ -529,6 +530,7 @@ const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
   ['applied_migration', 'select weld_hidden.applied_migration()', []],
   ['purge_events', 'select * from weld_hidden.purge_events(1)', []],
   ['place_events', 'select weld_hidden.place_events()', []],
+  ['waiting_tenants', 'select * from weld_hidden.waiting_tenants()', []],
   [
     'claim_webhook_deliveries',
     `select * from weld_hidden.claim_webhook_deliveries('attacker', 60, 10)`,
