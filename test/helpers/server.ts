@@ -233,7 +233,9 @@ async function runNode(
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   child.stdin.end(stdin);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // 'close', not 'exit': the process can exit before its output has been read (an empty stderr
+  // was seen once in CI).
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
   return { code, stdout, stderr, output: stdout + stderr };
 }
 
