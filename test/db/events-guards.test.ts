@@ -215,3 +215,33 @@ test('deleting a tenant with resources and events works, announces nothing and l
   t.deepEqual(await s.eventsSince(b, before), [], "the other tenant's feed is untouched");
   t.true((await s.eventsSince(b, '0')).length > 0, 'and keeps its own events');
 });
+
+test("the relay drops the waiting events of a tenant that is gone, and places every other tenant's", async (t) => {
+  const s = await setup(t);
+  const { a, b } = s;
+  await s.pool.query('select weld_hidden.place_events()');
+  const gone = '00000000-0000-4000-8000-00000000dead';
+  // Written by a transaction that committed as its tenant was deleted (the waiting room keeps no
+  // foreign key to tenants: that check cost every writer a lookup per event).
+  await s.owner.query(
+    `insert into weld_hidden.pending_events (tenant_id, type, subject_id, data)
+     values ($1, 'iso.created', gen_random_uuid(), '{}')`,
+    [gone],
+  );
+  const before = await s.mark();
+  await s.one(b, 'engineer', `update weld_public.isos set area = 'still here' returning id`);
+  const placed = await s.pool.query<{ n: number }>('select weld_hidden.place_events() as n');
+  t.is(placed.rows[0]!.n, 1, "B's event placed; the gone tenant's none");
+  t.is(
+    (await s.owner.query('select from weld_hidden.pending_events where tenant_id = $1', [gone]))
+      .rowCount,
+    0,
+    'dropped',
+  );
+  t.is(
+    (await s.owner.query('select from weld_public.events where tenant_id = $1', [gone])).rowCount,
+    0,
+  );
+  t.is((await s.eventsSince(b, before)).length, 1);
+  t.deepEqual(await s.eventsSince(a, before), []);
+});
