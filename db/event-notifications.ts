@@ -30,6 +30,8 @@ export const RELAY_MS = 10;
 export const RELAY_IDLE_MS = 40;
 /** Events of a tenant one relay places at most; a full batch is followed by another at once. */
 const RELAY_BATCH = 10_000;
+/** The longest a tenant whose relay keeps failing waits before it is tried again. */
+const RELAY_RETRY_MAX_MS = 60_000;
 
 /** Wakes a waiter for an event of `type` (undefined: of any type, or the listener's restart). */
 type Waker = (type?: string) => void;
@@ -56,8 +58,12 @@ export class EventNotifications {
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #relayMs: number;
   #relayTimer: NodeJS.Timeout | undefined;
-  /** Tenants whose last relay failed, each reported once until it works again ('' = the listing). */
-  readonly #relayFailing = new Set<string>();
+  /**
+   * Tenants whose relay failed ('' = the listing): reported once until it works again, and not
+   * tried again before `retryAt` (1 s after the first failure, doubling to a minute), so a tenant
+   * that keeps failing costs the others little. Cleared with each new session.
+   */
+  readonly #relayFailing = new Map<string, { retryAt: number; backoffMs: number }>();
   /** The wait before the next look: RELAY_MS after placing, doubled by each empty look. */
   #relayWait = RELAY_MS;
 
@@ -167,6 +173,7 @@ export class EventNotifications {
     await client.query(`listen ${CHANNEL}`);
     this.#client = client;
     this.#retryMs = RECONNECT_MS.first;
+    this.#relayFailing.clear();
     // Anything that committed while no one listened: let the waiters look.
     this.#wakeAll();
     if (this.#relayMs > 0) this.#scheduleRelay(client, 0);
@@ -179,6 +186,7 @@ export class EventNotifications {
       if (this.#client !== client || this.#stopped) return;
       this.#relayOnce(client).then(
         (placed) => {
+          if (this.#client !== client || this.#stopped) return; // a session gone meanwhile
           this.#relayWait =
             placed > 0
               ? this.#relayMs
@@ -186,7 +194,11 @@ export class EventNotifications {
           this.#scheduleRelay(client, placed >= RELAY_BATCH ? 0 : this.#relayWait);
         },
         // (Only the listing failed: a broken session is #lost's to handle.)
-        () => this.#scheduleRelay(client, this.#relayMs * 10),
+        () => {
+          if (this.#client === client && !this.#stopped) {
+            this.#scheduleRelay(client, this.#relayMs * 10);
+          }
+        },
       );
     }, ms);
     this.#relayTimer.unref();
@@ -205,6 +217,7 @@ export class EventNotifications {
     let most = 0;
     for (const { tenant } of tenants?.rows ?? []) {
       if (this.#client !== client || this.#stopped) break;
+      if ((this.#relayFailing.get(tenant)?.retryAt ?? 0) > Date.now()) continue;
       const placed = await this.#relayStep(client, tenant, () =>
         client.query<{ placed: number }>(
           'select weld_hidden.place_events($1, false, $2) as placed',
@@ -228,12 +241,16 @@ export class EventNotifications {
       this.#relayFailing.delete(key);
       return result;
     } catch (error) {
-      if (this.#client === client && !this.#relayFailing.has(key)) {
+      // A session that broke under the statement is #lost's to report.
+      if (this.#client !== client) return undefined;
+      const failing = this.#relayFailing.get(key);
+      if (!failing) {
         const message = error instanceof Error ? error.message : String(error);
         const whose = key === '' ? '' : ` for tenant ${key}`;
         this.#onError(new Error(`event relay failed${whose}: ${message}`));
       }
-      this.#relayFailing.add(key);
+      const backoffMs = Math.min((failing?.backoffMs ?? 500) * 2, RELAY_RETRY_MAX_MS);
+      this.#relayFailing.set(key, { retryAt: Date.now() + backoffMs, backoffMs });
       return undefined;
     }
   }

@@ -216,13 +216,24 @@ async function readEvents(
   return { after: cursor, next, rows, cut };
 }
 
+/** How long a read places its tenant's waiting events before it reads. */
+const PLACE_EVENTS_MS = 2_000;
+
 /**
  * Places the tenant's events that have committed (the relay, weld_hidden.place_events; it waits
- * for no other tenant's) in a statement of its own, so the relay's turn ends before the read that
- * follows sees them: a client that wrote reads its own events (and selections' positions) at once.
+ * for no other tenant's), each batch in a statement of its own, so the relay's turn ends before
+ * the read that follows sees them: a client that wrote reads its own events (and selections'
+ * positions) at once. A backlog of more than PLACE_EVENTS_MS of work (a large import the server's
+ * relay has not finished) is left to that relay: the read sees a prefix, never a gap.
  */
 export async function placeEvents(pool: pg.Pool, tenantId: string): Promise<void> {
-  await pool.query(prepared('select weld_hidden.place_events($1)', [tenantId]));
+  const until = Date.now() + PLACE_EVENTS_MS;
+  for (;;) {
+    const { rows } = await pool.query<{ placed: number }>(
+      prepared('select weld_hidden.place_events($1) as placed', [tenantId]),
+    );
+    if (rows[0]!.placed === 0 || Date.now() >= until) return;
+  }
 }
 
 /** One read as the caller, after placing what has committed. */

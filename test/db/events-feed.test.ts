@@ -395,6 +395,79 @@ test.serial(
   },
 );
 
+test('a batch holds at most 4 MB of event data: large events are placed a few at a time, in order', async (t) => {
+  const s = await setup(t);
+  const { a } = s;
+  await s.pool.query('select weld_hidden.place_events()');
+  // Six events of about 1.5 MB each (random hex: stored as it is, not compressed).
+  await s.owner.query(
+    `insert into weld_hidden.pending_events (tenant_id, type, subject_id, data)
+     select $1, 'iso.updated', gen_random_uuid(),
+            jsonb_build_object('blob', (select string_agg(md5(random()::text || g || k), '')
+                                          from generate_series(1, 49152) k))
+       from generate_series(1, 6) g`,
+    [a.tenantId],
+  );
+  const order = (
+    await s.owner.query<{ subject_id: string }>(
+      'select subject_id from weld_hidden.pending_events where tenant_id = $1 order by n',
+      [a.tenantId],
+    )
+  ).rows.map((r) => r.subject_id);
+  const counts: number[] = [];
+  for (;;) {
+    const placed = (
+      await s.pool.query<{ n: number }>('select weld_hidden.place_events($1) as n', [a.tenantId])
+    ).rows[0]!.n;
+    if (placed === 0) break;
+    counts.push(placed);
+  }
+  t.true(counts.length >= 2 && counts.every((n) => n <= 3), JSON.stringify(counts));
+  t.is(
+    counts.reduce((x, y) => x + y, 0),
+    6,
+  );
+  const placed = (
+    await s.owner.query<{ subject_id: string }>(
+      `select subject_id from weld_public.events where tenant_id = $1 and type = 'iso.updated'
+        order by id`,
+      [a.tenantId],
+    )
+  ).rows.map((r) => r.subject_id);
+  t.deepEqual(placed.slice(-6), order, 'in the order written');
+});
+
+test('a new webhook endpoint starts after every event that committed before it, a backlog of several batches too', async (t) => {
+  const s = await setup(t);
+  const { a } = s;
+  await s.pool.query('select weld_hidden.place_events()');
+  await s.owner.query(
+    `insert into weld_hidden.pending_events (tenant_id, type, subject_id, data)
+     select $1, 'iso.updated', gen_random_uuid(), '{}' from generate_series(1, 25000)`,
+    [a.tenantId],
+  );
+  const hook = await s.owner.query<{ last_event_id: string }>(
+    `insert into weld_hidden.webhooks (tenant_id, url, secret)
+     values ($1, 'https://hooks.example.com/x', 'whsec_' || rpad('', 43, 'A') || '=')
+     returning last_event_id`,
+    [a.tenantId],
+  );
+  const head = await s.owner.query<{ id: string }>(
+    'select max(id) as id from weld_public.events where tenant_id = $1',
+    [a.tenantId],
+  );
+  t.is(hook.rows[0]!.last_event_id, head.rows[0]!.id, 'it starts at the newest');
+  t.is(
+    (
+      await s.owner.query('select from weld_hidden.pending_events where tenant_id = $1', [
+        a.tenantId,
+      ])
+    ).rowCount,
+    0,
+    'all 25,000 placed first, not one batch',
+  );
+});
+
 test('the relay refuses to run inside a transaction that wrote events (they would be placed before they commit, and a reader could pass them)', async (t) => {
   const s = await setup(t);
   const { a } = s;
