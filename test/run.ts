@@ -42,10 +42,23 @@ const unlessStopped = () => {
   if (stoppedBy) throw new Error(`stopped by ${stoppedBy}`);
 };
 
-const install = spawnSync('bash', [path.resolve('test/browser/install-chromium.sh')], {
-  stdio: 'inherit',
-});
-if (install.status !== 0) process.exit(1);
+const files = process.argv.slice(2);
+
+// Chromium, for the browser tests: only when the run includes them (every file, or a path that
+// is or holds test/browser), so a database test runs where Chromium cannot be installed.
+const browserDir = path.resolve('test/browser');
+const withBrowser =
+  files.length === 0 ||
+  files.some((file) => {
+    const named = path.resolve(file);
+    return named.startsWith(browserDir) || browserDir.startsWith(named + path.sep);
+  });
+if (withBrowser) {
+  const install = spawnSync('bash', [path.resolve('test/browser/install-chromium.sh')], {
+    stdio: 'inherit',
+  });
+  if (install.status !== 0) process.exit(1);
+}
 
 /**
  * One pass: a cluster of the given PostgreSQL major, a migrated template, ava over `files` (none:
@@ -98,7 +111,6 @@ async function pass(major: PostgresMajor, files: string[]): Promise<number> {
 // The whole suite on the chosen major (EMBEDDED_PG_MAJOR, default 18); then, when no files were
 // named, the database tests again on the oldest major the README promises, so both ends of
 // "PostgreSQL 15 to 18" are tested on every run. (16 and 17: EMBEDDED_PG_MAJOR=16 npm test.)
-const files = process.argv.slice(2);
 const major = embeddedMajor();
 let exitCode = await pass(major, files);
 if (exitCode === 0 && files.length === 0 && major !== OLDEST_MAJOR && !stoppedBy) {
