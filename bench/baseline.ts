@@ -3,8 +3,19 @@
 // transaction with the same role and row-security settings (withContext), the same pool size.
 // Tenants come from BENCH_TENANTS, a JSON map of Host -> tenant id. It stays what issue F11 measured
 // against: pg parses the rows (timestamps into Dates) and JSON.stringify renders them.
+//
+// `?trips=1` (issue F16, an experiment): the same transaction as one simple query (begin and the
+// context, the SELECT with its limit written in, commit), one round trip instead of three, to
+// measure what the round trips cost.
 import http from 'node:http';
-import { createPool, prepared, withContext } from '../db/database.ts';
+import pg from 'pg';
+import {
+  beginStatement,
+  createPool,
+  prepared,
+  withContext,
+  type SessionContext,
+} from '../db/database.ts';
 import { welds } from '../rest-adapter/welds.ts';
 
 const tenants = JSON.parse(process.env.BENCH_TENANTS ?? '{}') as Record<string, string>;
@@ -25,10 +36,14 @@ const server = http.createServer((req, res) => {
     res.writeHead(404).end();
     return;
   }
-  withContext(pool, { role: 'weld_viewer', tenantId }, (db) =>
-    db.query<{ id: string }>(prepared(SELECT, [51])),
-  ).then(
-    ({ rows }) => {
+  const context: SessionContext = { role: 'weld_viewer', tenantId };
+  const page: Promise<{ id: string }[]> = req.url?.includes('trips=1')
+    ? oneTrip(context)
+    : withContext(pool, context, (db) => db.query<{ id: string }>(prepared(SELECT, [51]))).then(
+        ({ rows }) => rows,
+      );
+  page.then(
+    (rows) => {
       const items = rows.slice(0, 50);
       const body = JSON.stringify({
         items,
@@ -39,6 +54,20 @@ const server = http.createServer((req, res) => {
     () => res.writeHead(500).end(),
   );
 });
+/** The page in one round trip: begin and the context, the SELECT, commit, as one simple query. */
+async function oneTrip(context: SessionContext) {
+  const client = await pool.connect();
+  try {
+    const text = `${beginStatement(context)}; ${SELECT.replace('$1', '51')}; commit`;
+    const results = (await client.query(text)) as unknown as pg.QueryResult<{ id: string }>[];
+    client.release();
+    return results[2]!.rows;
+  } catch (error) {
+    client.release(error as Error); // an aborted transaction block: the connection is dropped
+    throw error;
+  }
+}
+
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`listening ${(server.address() as { port: number }).port}\n`);
 });

@@ -13,6 +13,7 @@
 // Profiling the server under this load: `npm run bench -- --profile --only list` starts it with
 // node's --cpu-prof; the profile lands in bench/.data/profiles (open it in Chrome's DevTools,
 // Performance tab, or print the top functions with `node bench/profile-top.ts <file>`).
+// `--memory` logs where its memory is (bench/memory-probe.ts) and prints it at the list's peak.
 import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -37,6 +38,9 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    // Logs where the server's memory is every 500 ms (bench/memory-probe.ts) and prints it at
+    // each round's peak of the list case.
+    memory: { type: 'boolean', default: false },
     // Another checkout's seeded data (the 1,000,000-weld tenant takes minutes to seed).
     data: { type: 'string' },
   },
@@ -157,6 +161,20 @@ function start(
 const poolSize = '20';
 // The service starts as `npm start` starts it (its node flags bound the heap: docs/operating.md, "Memory and startup").
 const PROFILES = path.join(DATA_DIR, 'profiles');
+const MEMORY_LOG = path.join(DATA_DIR, 'memory.jsonl');
+if (values.memory) fs.rmSync(MEMORY_LOG, { force: true });
+
+/** The probe's line of the highest resident set since `since` (a line count), as printed text. */
+function memoryAtPeak(since: number): string {
+  const lines = fs.readFileSync(MEMORY_LOG, 'utf8').trim().split('\n').slice(since);
+  const samples = lines.map((line) => JSON.parse(line) as { rss: number });
+  const peak = samples.reduce((a, b) => (b.rss > a.rss ? b : a));
+  return JSON.stringify(peak);
+}
+const memoryLines = () =>
+  values.memory && fs.existsSync(MEMORY_LOG)
+    ? fs.readFileSync(MEMORY_LOG, 'utf8').trim().split('\n').length
+    : 0;
 const startScript = (
   JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
     scripts: { start: string };
@@ -167,9 +185,17 @@ const service = await start(
   [
     ...startScript.slice(1, -1),
     ...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`] : []),
+    ...(values.memory ? ['--import', './bench/memory-probe.ts'] : []),
     ...startScript.slice(-1),
   ],
   {
+    ...(values.memory ? { BENCH_MEMORY_LOG: MEMORY_LOG } : {}),
+    // glibc's allocator settings reach the service, for the memory experiments (RESULTS.md).
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        (e): e is [string, string] => /^(MALLOC_|GLIBC_TUNABLES$)/.test(e[0]) && e[1] !== undefined,
+      ),
+    ),
     DATABASE_URL: rootUrl,
     // Required with a database URL; a fresh one per run (the bench registers no webhook).
     WEBHOOK_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
@@ -419,6 +445,14 @@ interface Case {
   key: string;
   name: string;
   run(): Promise<Row>;
+  /** Run only when --only names it: a question asked once (RESULTS.md says its answer), not a target. */
+  experiment?: boolean;
+}
+
+/** An experiment's load: 2 s to warm up, then the measured run. */
+async function warmedRow(options: Parameters<typeof autocannonRow>[0]): Promise<Row> {
+  await autocannon({ ...options, connections: CONNECTIONS, duration: 2 });
+  return autocannonRow(options);
 }
 const CASES: Case[] = [
   {
@@ -434,12 +468,14 @@ const CASES: Case[] = [
     key: 'list',
     name: 'GET /welds?limit=50 (bearer, 10,000-weld tenant)',
     run: async () => {
+      const since = memoryLines();
       const { result, mb } = await peakRss(service.child.pid!, () =>
         autocannonRow({
           url: `http://127.0.0.1:${service.port}/welds?limit=50`,
           headers: { host: small, ...bearer(tokenSmall) },
         }),
       );
+      if (values.memory) log(`memory at the list case's peak (MB): ${memoryAtPeak(since)}`);
       return { ...result, extra: { rssMb: mb } };
     },
   },
@@ -482,6 +518,41 @@ const CASES: Case[] = [
         body: JSON.stringify({ query: graphPage }),
       }),
   },
+  {
+    // Issue F16: what the three round trips of a request's transaction cost (begin and context,
+    // statement, commit), measured on the baseline answering the same page in one.
+    key: 'xp-baseline-one-trip',
+    name: 'experiment: the baseline in one round trip (one simple query)',
+    experiment: true,
+    run: () =>
+      warmedRow({
+        url: `http://127.0.0.1:${baseline.port}/welds?limit=50&trips=1`,
+        headers: { host: small },
+      }),
+  },
+  // Issue F16: what a GraphQL request costs with no field (the fixed cost a persisted document
+  // could at most save something of) and with one field per node, against the page's 16.
+  ...(
+    [
+      ['typename', 'a GraphQL document of no field ({ __typename })', '{ __typename }'],
+      [
+        'ids',
+        'the page as GraphQL with one field per weld (rowId)',
+        '{ allWelds(first: 50, orderBy: PRIMARY_KEY_ASC) { nodes { rowId } } }',
+      ],
+    ] as const
+  ).map(([key, name, query]) => ({
+    key: `xp-graphql-${key}`,
+    name: `experiment: ${name}`,
+    experiment: true,
+    run: () =>
+      warmedRow({
+        url: `http://127.0.0.1:${service.port}/graphql`,
+        method: 'POST',
+        headers: { host: small, ...bearer(tokenSmall), ...json },
+        body: JSON.stringify({ query }),
+      }),
+  })),
   {
     key: 'status',
     name: 'PATCH /welds/{id}/status (PENDING -> ACCEPTED; history and event written)',
@@ -580,7 +651,7 @@ const CASES: Case[] = [
 //------------------------------------------------------------------------------------------------
 // Rounds
 
-const chosen = CASES.filter((c) => !ONLY || ONLY.test(c.key));
+const chosen = CASES.filter((c) => (ONLY ? ONLY.test(c.key) : !c.experiment));
 // Warm both up (JIT, pools, plans, GraphQL's document caches), then measure.
 for (const c of chosen.filter((c) => /^list|graphql-page/.test(c.key))) {
   await autocannon({

@@ -412,7 +412,7 @@ export function sessionSettings(context: SessionContext): Record<string, string>
 }
 
 /** `begin` and the settings in one round trip (simple protocol, so values are escaped here). */
-function beginStatement(context: SessionContext): string {
+export function beginStatement(context: SessionContext): string {
   const calls = Object.entries(sessionSettings(context)).map(
     ([name, value]) => `set_config(${pg.escapeLiteral(name)}, ${pg.escapeLiteral(value)}, true)`,
   );
