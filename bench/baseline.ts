@@ -24,11 +24,13 @@ const pool = createPool(process.env.AUTHENTICATOR_URL!, {
   onError: () => {},
 });
 
-// The weld's columns as the service read them before PostgreSQL rendered its JSON (F11).
-const SELECT = `select r.id, ${Object.entries(welds.fields)
+// The weld's columns as the service read them before PostgreSQL rendered its JSON (F11); the
+// limit is a parameter, or written in for the one-round-trip experiment.
+const selectWithLimit = (limit: string) => `select r.id, ${Object.entries(welds.fields)
   .map(([name, f]) => `${f.read ?? `r.${f.column}`} as "${name}"`)
   .join(', ')}, r.version, r.created_at as "createdAt", r.updated_at as "updatedAt"
-  from weld_public.welds r order by r.id limit $1`;
+  from weld_public.welds r order by r.id limit ${limit}`;
+const SELECT = selectWithLimit('$1');
 
 const server = http.createServer((req, res) => {
   const tenantId = tenants[req.headers.host ?? ''];
@@ -37,11 +39,13 @@ const server = http.createServer((req, res) => {
     return;
   }
   const context: SessionContext = { role: 'weld_viewer', tenantId };
-  const page: Promise<{ id: string }[]> = req.url?.includes('trips=1')
-    ? oneTrip(context)
-    : withContext(pool, context, (db) => db.query<{ id: string }>(prepared(SELECT, [51]))).then(
-        ({ rows }) => rows,
-      );
+  const trips = new URL(req.url ?? '/', 'http://baseline').searchParams.get('trips');
+  const page: Promise<{ id: string }[]> =
+    trips === '1'
+      ? oneTrip(context)
+      : withContext(pool, context, (db) => db.query<{ id: string }>(prepared(SELECT, [51]))).then(
+          ({ rows }) => rows,
+        );
   page.then(
     (rows) => {
       const items = rows.slice(0, 50);
@@ -57,15 +61,16 @@ const server = http.createServer((req, res) => {
 /** The page in one round trip: begin and the context, the SELECT, commit, as one simple query. */
 async function oneTrip(context: SessionContext) {
   const client = await pool.connect();
+  let results: pg.QueryResult<{ id: string }>[];
   try {
-    const text = `${beginStatement(context)}; ${SELECT.replace('$1', '51')}; commit`;
-    const results = (await client.query(text)) as unknown as pg.QueryResult<{ id: string }>[];
-    client.release();
-    return results[2]!.rows;
+    const text = `${beginStatement(context)}; ${selectWithLimit('51')}; commit`;
+    results = (await client.query(text)) as unknown as pg.QueryResult<{ id: string }>[];
   } catch (error) {
     client.release(error as Error); // an aborted transaction block: the connection is dropped
     throw error;
   }
+  client.release();
+  return results.at(-2)!.rows; // the statement before the commit
 }
 
 server.listen(0, '127.0.0.1', () => {

@@ -159,6 +159,15 @@ function start(
 }
 
 const poolSize = '20';
+// glibc's allocator settings reach the service, for the memory experiments (RESULTS.md); a run
+// with any of them (or with --memory) is not the one RESULTS.md's service table records.
+const allocatorEnv = Object.fromEntries(
+  Object.entries(process.env).filter(
+    (e): e is [string, string] => /^(MALLOC_|GLIBC_TUNABLES$)/.test(e[0]) && e[1] !== undefined,
+  ),
+);
+if (Object.keys(allocatorEnv).length > 0)
+  log(`allocator settings: ${JSON.stringify(allocatorEnv)}`);
 // The service starts as `npm start` starts it (its node flags bound the heap: docs/operating.md, "Memory and startup").
 const PROFILES = path.join(DATA_DIR, 'profiles');
 const MEMORY_LOG = path.join(DATA_DIR, 'memory.jsonl');
@@ -167,19 +176,30 @@ if (values.memory) fs.rmSync(MEMORY_LOG, { force: true });
 /** The probe's line of the highest resident set since `since` (a line count), as printed text. */
 function memoryAtPeak(since: number): string {
   const lines = fs.readFileSync(MEMORY_LOG, 'utf8').trim().split('\n').slice(since);
-  const samples = lines.map((line) => JSON.parse(line) as { rss: number });
-  const peak = samples.reduce((a, b) => (b.rss > a.rss ? b : a));
-  return JSON.stringify(peak);
+  const samples = lines.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as { rss: number }];
+    } catch {
+      return []; // a line the probe was still writing
+    }
+  });
+  if (samples.length === 0) return "no sample (the case was shorter than the probe's 500 ms)";
+  return JSON.stringify(samples.reduce((a, b) => (b.rss > a.rss ? b : a)));
 }
 const memoryLines = () =>
   values.memory && fs.existsSync(MEMORY_LOG)
     ? fs.readFileSync(MEMORY_LOG, 'utf8').trim().split('\n').length
     : 0;
-const startScript = (
+// `npm start` is `NAME=value ... node <flags> server/main.ts`: its settings, then node's flags.
+const startWords = (
   JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
     scripts: { start: string };
   }
 ).scripts.start.split(' ');
+const startEnv = Object.fromEntries(
+  startWords.filter((w) => /^[A-Z_]+=/.test(w)).map((w) => w.split('=') as [string, string]),
+);
+const startScript = startWords.filter((w) => !/^[A-Z_]+=/.test(w));
 const service = await start(
   'service',
   [
@@ -190,12 +210,8 @@ const service = await start(
   ],
   {
     ...(values.memory ? { BENCH_MEMORY_LOG: MEMORY_LOG } : {}),
-    // glibc's allocator settings reach the service, for the memory experiments (RESULTS.md).
-    ...Object.fromEntries(
-      Object.entries(process.env).filter(
-        (e): e is [string, string] => /^(MALLOC_|GLIBC_TUNABLES$)/.test(e[0]) && e[1] !== undefined,
-      ),
-    ),
+    ...startEnv,
+    ...allocatorEnv,
     DATABASE_URL: rootUrl,
     // Required with a database URL; a fresh one per run (the bench registers no webhook).
     WEBHOOK_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
@@ -445,11 +461,12 @@ interface Case {
   key: string;
   name: string;
   run(): Promise<Row>;
-  /** Run only when --only names it: a question asked once (RESULTS.md says its answer), not a target. */
+  /** Run only when --only names it (its pattern contains `xp-`): a question asked once
+   * (RESULTS.md says its answer), not a target. */
   experiment?: boolean;
 }
 
-/** An experiment's load: 2 s to warm up, then the measured run. */
+/** An experiment's load: 2 s to warm up (every round), then the measured run. */
 async function warmedRow(options: Parameters<typeof autocannonRow>[0]): Promise<Row> {
   await autocannon({ ...options, connections: CONNECTIONS, duration: 2 });
   return autocannonRow(options);
@@ -651,7 +668,9 @@ const CASES: Case[] = [
 //------------------------------------------------------------------------------------------------
 // Rounds
 
-const chosen = CASES.filter((c) => (ONLY ? ONLY.test(c.key) : !c.experiment));
+const chosen = CASES.filter(
+  (c) => (!c.experiment || values.only?.includes('xp-')) && (!ONLY || ONLY.test(c.key)),
+);
 // Warm both up (JIT, pools, plans, GraphQL's document caches), then measure.
 for (const c of chosen.filter((c) => /^list|graphql-page/.test(c.key))) {
   await autocannon({
@@ -862,7 +881,9 @@ const table = [
 ].join('\n');
 console.log('\n' + table);
 
-if (!ONLY) {
+if (!ONLY && (values.memory || Object.keys(allocatorEnv).length > 0)) {
+  log('not written to bench/RESULTS.md: --memory or allocator settings change what is measured');
+} else if (!ONLY) {
   const file = path.join(ROOT, 'bench', 'RESULTS.md');
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
   const start0 = text.indexOf('## Service');

@@ -411,7 +411,10 @@ export function sessionSettings(context: SessionContext): Record<string, string>
   };
 }
 
-/** `begin` and the settings in one round trip (simple protocol, so values are escaped here). */
+/**
+ * `begin` and the settings in one round trip (simple protocol, so every value is escaped here
+ * with pg.escapeLiteral). Exported for bench/baseline.ts's one-round-trip experiment only.
+ */
 export function beginStatement(context: SessionContext): string {
   const calls = Object.entries(sessionSettings(context)).map(
     ([name, value]) => `set_config(${pg.escapeLiteral(name)}, ${pg.escapeLiteral(value)}, true)`,
