@@ -809,7 +809,7 @@ if (base && list) {
   ]);
   targets.push([
     'server resident memory under the list load < 250 MB',
-    `${list.extra.rssMb} MB`,
+    `${list.extra.rssMb} MB (the peak of the rounds)`,
     list.extra.rssMb! < 250,
   ]);
 }
