@@ -73,7 +73,19 @@ import {
 import { PAGE_SIZE } from '../db/vocabulary.ts';
 import { HttpProblem, problemOf } from '../rest-adapter/http/problem.ts';
 
-export const DEPTH = { maxDepth: 10, maxListDepth: 4 };
+/**
+ * Depth limits. Introspection gets what the standard introspection query needs and no more:
+ * graphql-js's getIntrospectionQuery (what GraphiQL, ruru and most GraphQL tools send) is 14
+ * selection sets deep with `ofType` nested 9 times, over @graphile/depth-limit's defaults (12
+ * and 8), which refused it. Its other introspection limits (each introspection field nested once
+ * or twice) still stop the recursive introspection attacks.
+ */
+export const DEPTH = {
+  maxDepth: 10,
+  maxListDepth: 4,
+  maxIntrospectionDepth: 14,
+  maxDepthByFieldCoordinates: { '__Type.ofType': 9 },
+};
 /**
  * The longest query text accepted. A long report with fragments is a few thousand characters;
  * parsing is linear but its syntax tree is about 30 times the text, and both the verdicts below

@@ -3,7 +3,7 @@
 // presets, hands each request's role and tenant to PostGraphile's transaction, and sets limits so
 // one query cannot take the service down, nor one user or tenant take it from the others:
 //   - a query text of at most 50,000 characters and 1,000 fields (MAX_QUERY_LENGTH, MAX_FIELDS)
-//   - depth at most 10 (lists at most 4 deep), by @graphile/depth-limit
+//   - depth at most 10 (lists at most 4 deep; introspection 14), by @graphile/depth-limit
 //   - every connection that reads rows (nodes, edges, pageInfo) needs first or last, 1 to 500
 //   - a cost budget (GRAPHQL_MAX_COST, default 100,000): see graphql-cost.ts
 //   - requests in flight per user and per tenant (GRAPHQL_REQUESTS_PER_USER, 2, and
@@ -29,6 +29,7 @@ import { PAGE_SIZE } from '../db/vocabulary.ts';
 import { defaultRequestsPerTenant, GRAPHQL_DEFAULTS } from './config.ts';
 import { checkGraphqlRequest, type GraphqlRequestBody } from './graphql-cost.ts';
 import { GraphqlRequests } from './graphql-request.ts';
+import { graphiqlHtmlParts } from './graphiql-session.ts';
 import {
   GraphqlColumnNaming,
   makeMaskError,
@@ -174,6 +175,8 @@ export function graphqlPreset(
       parseAndValidateCacheSize: 50,
       ...(options.maskError && { maskError: options.maskError }),
     },
+    // GraphiQL runs as the web app's signed-in user (graphiql-session.ts).
+    ruru: { htmlParts: graphiqlHtmlParts },
   };
 }
 
@@ -270,7 +273,8 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
         },
         summary: `GraphQL (PostGraphile) for analysts; depth <= 10, connections need first/last <= ${PAGE_SIZE.max}, and a cost budget`,
         description:
-          'The same identity and row security as REST. Checked before a query runs: depth at most 10, ' +
+          'The same identity and row security as REST. Checked before a query runs: depth at most 10 ' +
+          '(introspection 14, as the standard introspection query needs), ' +
           `first/last from 1 to ${PAGE_SIZE.max} on every connection that returns rows, and a cost ` +
           '(the values the response can hold: pages multiply, aliases count, totalCount and aggregates ' +
           'weigh 50, computed columns their weight, filters the rows they look at) within ' +
@@ -279,7 +283,9 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
           'answer errors with `extensions.code` /problems/timeout); a user may have 2 requests in ' +
           'flight (GRAPHQL_REQUESTS_PER_USER) and a tenant 4 (GRAPHQL_REQUESTS_PER_TENANT). ' +
           'Database refusals come back as GraphQL errors whose `extensions.code` is the problem ' +
-          'type REST answers for the same refusal.',
+          'type REST answers for the same refusal. An IDE is at GET /graphiql: in a browser signed ' +
+          'in to the web app it runs as that user (it sends X-CSRF-Token itself and refreshes an ' +
+          'expired access cookie once), or with a bearer token put in its Headers tab.',
         requestBody: { required: true, ...content('GraphqlRequest') },
         responses: {
           '200': {

@@ -3,7 +3,12 @@
 // nesting multiplied, the budget's edge, and the process's GRAPHQL_MAX_COST and
 // GRAPHQL_STATEMENT_TIMEOUT_MS.
 import test, { type ExecutionContext } from 'ava';
-import { parse, type GraphQLSchema, type OperationDefinitionNode } from 'postgraphile/graphql';
+import {
+  getIntrospectionQuery,
+  parse,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'postgraphile/graphql';
 import { addTenant } from '../../db/tenants.ts';
 import { seedTenant } from '../../db/seed/index.ts';
 import { ConfigError } from '../../db/config.ts';
@@ -251,6 +256,34 @@ test('pageInfo reads rows: it needs a page size; many introspections are too cos
   const refused = await gql(many);
   t.is(refused.status, 400);
   t.is(refused.json.type, '/problems/query-too-costly');
+});
+
+test('the standard introspection query (GraphiQL, ruru, most tools) runs; deeper or recursive ones are refused', async (t) => {
+  // graphql-js's query with GraphiQL's options: 14 selection sets deep, ofType nested 9 times.
+  const standard = getIntrospectionQuery({
+    descriptions: true,
+    schemaDescription: true,
+    inputValueDeprecation: true,
+  });
+  const answer = await gql(standard);
+  t.is(answer.status, 200, JSON.stringify(answer.json).slice(0, 300));
+  t.is(answer.json.data.__schema.queryType.name, 'Query');
+  // One more ofType than the standard query needs.
+  const deeper = standard.replace(
+    /ofType \{\s*name\s*kind\s*\}/,
+    'ofType { name kind ofType { name kind } }',
+  );
+  t.not(deeper, standard);
+  const tooDeep = await gql(deeper);
+  t.is(tooDeep.status, 400);
+  t.is(tooDeep.json.type, '/problems/query-too-large');
+  // The classic recursive introspection (fields of the types of fields ...) stays refused (by
+  // graphql-js's own introspection depth rule, which answers first).
+  const recursive = await gql(
+    '{ __schema { types { fields { type { fields { type { fields { name } } } } } } } }',
+  );
+  t.is(recursive.status, 400);
+  t.regex(JSON.stringify(recursive.json), /introspection depth exceeded/i);
 });
 
 test('fragments are inlined, aliases count apart, fields of one response key once', (t) => {
