@@ -17,30 +17,48 @@ const PAGE_SCRIPT = `
 (() => {
   const cookie = (name) => {
     const pair = document.cookie.split('; ').find((c) => c.startsWith(name + '='));
-    return pair ? decodeURIComponent(pair.slice(name.length + 1)) : undefined;
+    try {
+      return pair ? decodeURIComponent(pair.slice(name.length + 1)) : undefined;
+    } catch {
+      return undefined; // a malformed cookie is no session
+    }
   };
   const pageFetch = window.fetch.bind(window);
-  const withSession = (init) => {
-    const headers = new Headers(init && init.headers);
+  const headersOf = (input, init) =>
+    new Headers((init && init.headers) || (input instanceof Request ? input.headers : undefined));
+  const withSession = (input, init) => {
+    const headers = headersOf(input, init);
     const csrf = cookie('svc_csrf');
     if (csrf && !headers.has('authorization')) headers.set('X-CSRF-Token', csrf);
-    return { ...init, headers, credentials: 'same-origin' };
+    return { ...init, headers, credentials: 'same-origin', redirect: 'error' };
   };
-  const refresh = () => {
-    const run = () =>
-      pageFetch('/auth/refresh', withSession({ method: 'POST' })).then((r) => r.ok, () => false);
-    return navigator.locks ? navigator.locks.request('weld.refresh', run) : run();
-  };
+  // The session's refresh token rotates: a refresh whose answer is lost must be asked again
+  // within the service's 10-second grace, or the next one looks like a stolen token (as the web
+  // app does, app/src/api.ts). Under the app's lock, so tabs never refresh at once.
+  const refreshOnce = () =>
+    pageFetch('/auth/refresh', withSession('/auth/refresh', { method: 'POST' })).then(
+      (r) => r.ok,
+      () => new Promise((done) => setTimeout(done, 3000)).then(() =>
+        pageFetch('/auth/refresh', withSession('/auth/refresh', { method: 'POST' })).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      ),
+    );
+  const locked = (work) => (navigator.locks ? navigator.locks.request('weld.refresh', work) : work());
   window.fetch = async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input), location.href);
-    if (url.origin !== location.origin || !/\\/graphql$/.test(url.pathname)) {
-      return pageFetch(input, init);
-    }
-    const response = await pageFetch(input, withSession(init));
+    if (url.origin !== location.origin || url.pathname !== '/graphql') return pageFetch(input, init);
+    const response = await pageFetch(input, withSession(input, init));
     // A 401 of a bearer token typed into the Headers tab is the analyst's to renew, not ours.
-    const ownToken = new Headers(init && init.headers).has('authorization');
+    const ownToken = headersOf(input, init).has('authorization');
     if (response.status !== 401 || ownToken || !cookie('svc_csrf')) return response;
-    return (await refresh()) ? pageFetch(input, withSession(init)) : response;
+    return locked(async () => {
+      // Another tab may have refreshed while this request was refused: try it again first.
+      const again = await pageFetch(input, withSession(input, init));
+      if (again.status !== 401) return again;
+      return (await refreshOnce()) ? pageFetch(input, withSession(input, init)) : again;
+    });
   };
   const signedOut = () => {
     document.getElementById('weld-signin').hidden = Boolean(cookie('svc_csrf'));
@@ -61,6 +79,16 @@ const SIGN_IN_NOTE = `
   in the Headers tab below (a token from <code>POST /auth/login</code>).
 </div>
 `;
+
+/**
+ * Headers of the GraphiQL page: it runs as the signed-in user, so no other page may frame it
+ * (a sibling tenant's page could otherwise steer a framed, signed-in editor by clicks).
+ */
+export const GRAPHIQL_HEADERS = {
+  'Content-Security-Policy': "frame-ancestors 'none'",
+  'X-Frame-Options': 'DENY',
+  'X-Content-Type-Options': 'nosniff',
+} as const;
 
 /** ruru's page parts: the script before GraphiQL starts, the note above its root. */
 export const graphiqlHtmlParts = {

@@ -29,7 +29,7 @@ import { PAGE_SIZE } from '../db/vocabulary.ts';
 import { defaultRequestsPerTenant, GRAPHQL_DEFAULTS } from './config.ts';
 import { checkGraphqlRequest, type GraphqlRequestBody } from './graphql-cost.ts';
 import { GraphqlRequests } from './graphql-request.ts';
-import { graphiqlHtmlParts } from './graphiql-session.ts';
+import { GRAPHIQL_HEADERS, graphiqlHtmlParts } from './graphiql-session.ts';
 import {
   GraphqlColumnNaming,
   makeMaskError,
@@ -339,7 +339,15 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
         graphql.handler(req, res, next);
       },
     },
-    { method: 'GET', path: '/graphiql', anonymous: true, handler: graphql.handler },
+    {
+      method: 'GET',
+      path: '/graphiql',
+      anonymous: true,
+      handler: (req, res, next) => {
+        for (const [name, value] of Object.entries(GRAPHIQL_HEADERS)) res.setHeader(name, value);
+        graphql.handler(req, res, next);
+      },
+    },
     { method: 'GET', path: '/ruru-static/*asset', anonymous: true, handler: graphql.handler },
   ];
 }

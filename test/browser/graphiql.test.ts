@@ -3,7 +3,7 @@
 // (introspection, a query) answer 200, where they used to be 403 csrf-rejected; when the access
 // cookie is gone, one refresh of the session and the query goes through. Anonymous, it says how to
 // sign in and its requests are 401. From the attacker's side: the same cookies without the
-// X-CSRF-Token header, or with a forged one, are still refused.
+// X-CSRF-Token header, or with a forged one, are still refused, and no other page may frame it.
 import test, { type ExecutionContext } from 'ava';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { seedTenant } from '../../db/seed/index.ts';
@@ -134,7 +134,7 @@ test('anonymous, GraphiQL says how to sign in, and its requests are 401', async 
   t.deepEqual(w.problems, []);
 });
 
-test('attacker: the session cookies without X-CSRF-Token are still refused, from any origin', async (t) => {
+test('attacker: the session cookies without X-CSRF-Token are refused; no page may frame GraphiQL', async (t) => {
   const w = await world(t);
   await signInToTheApp(w.page);
   // The browser's cookies, sent without the header (what a form or fetch of another site sends).
@@ -150,4 +150,16 @@ test('attacker: the session cookies without X-CSRF-Token are still refused, from
     data: { query: COUNT },
   });
   t.is(forged.status(), 403);
+  // The page runs as the signed-in user, so no other page may frame it.
+  const page = await w.context.request.get(`${w.origin}/graphiql`);
+  t.is(page.status(), 200);
+  t.is(page.headers()['content-security-policy'], "frame-ancestors 'none'");
+  t.is(page.headers()['x-frame-options'], 'DENY');
+  // A page of another origin that frames it gets nothing rendered (Chromium refuses the frame).
+  const framer = await w.context.newPage();
+  const refusal = framer.waitForEvent('console', (m) =>
+    /frame-ancestors|Refused to (display|frame)/i.test(m.text()),
+  );
+  await framer.setContent(`<iframe src="${w.origin}/graphiql"></iframe>`);
+  t.regex((await refusal).text(), /frame-ancestors 'none'/);
 });
