@@ -51,6 +51,10 @@ export const WeldHistoryEntry = z.object({
   toStatus: z.enum(WELD_STATUSES),
   reason: z.string().nullable(),
   changedBy: z.uuid().nullable().describe('the user; null for changes made by the system'),
+  changedByName: z
+    .string()
+    .nullable()
+    .describe("the user's display name, so a history reads who changed it; null for the system"),
   changedAt: z.iso.datetime(),
   repairCycle: z.number().int(),
   cause: z.enum(['user', 'ndt', 'system']).describe('a user action, or the NDT record given'),
@@ -79,6 +83,10 @@ export const ExaminationHistoryEntry = z.object({
     .nullable()
     .describe('why it was changed: the reason given with the correction (at most 2000 characters)'),
   changedBy: z.uuid().nullable(),
+  changedByName: z
+    .string()
+    .nullable()
+    .describe("the user's display name, so a history reads who changed it; null for the system"),
   changedAt: z.iso.datetime(),
 });
 
@@ -88,6 +96,10 @@ export const TestPackageHistoryEntry = z.object({
   toState: z.enum(TEST_PACKAGE_STATES),
   reason: z.string().nullable().describe('the reason a withdrawal (released -> open) gave'),
   changedBy: z.uuid().nullable(),
+  changedByName: z
+    .string()
+    .nullable()
+    .describe("the user's display name, so a history reads who changed it; null for the system"),
   changedAt: z.iso.datetime(),
 });
 
@@ -116,9 +128,11 @@ const HISTORIES: History[] = [
     description:
       'Who changed it, when, from and to which status, why, and what caused it (a user, or the NDT record whose result it applied).',
     select: `select h.id::float8 as id, h.from_status as "fromStatus", h.to_status as "toStatus",
-                    h.reason, h.changed_by as "changedBy", h.changed_at as "changedAt",
-                    h.repair_cycle as "repairCycle", h.cause, h.ndt_record_id as "ndtRecordId"
+                    h.reason, h.changed_by as "changedBy", u.display_name as "changedByName",
+                    h.changed_at as "changedAt", h.repair_cycle as "repairCycle", h.cause,
+                    h.ndt_record_id as "ndtRecordId"
                from weld_public.weld_status_history h
+               left join weld_public.users u on u.tenant_id = h.tenant_id and u.id = h.changed_by
               where h.weld_id = $1 and h.id > $2 order by h.id limit $3`,
   },
   {
@@ -131,8 +145,10 @@ const HISTORIES: History[] = [
     description:
       'Every move of its state (released, tested, closed, and a withdrawal back to open with its reason): who, when, from and to.',
     select: `select h.id::float8 as id, h.from_state as "fromState", h.to_state as "toState",
-                    h.reason, h.changed_by as "changedBy", h.changed_at as "changedAt"
+                    h.reason, h.changed_by as "changedBy", u.display_name as "changedByName",
+                    h.changed_at as "changedAt"
                from weld_public.test_package_state_changes h
+               left join weld_public.users u on u.tenant_id = h.tenant_id and u.id = h.changed_by
               where h.test_package_id = $1 and h.id > $2 order by h.id limit $3`,
   },
   ...(
@@ -150,8 +166,10 @@ const HISTORIES: History[] = [
     description:
       'Every change after it was recorded: what changed (its fields, its welds, its film), the values before and after, who, when, and the reason the correction gave.',
     select: `select c.id::float8 as id, c.change, c.before, c.after, c.reason,
-                    c.changed_by as "changedBy", c.changed_at as "changedAt"
+                    c.changed_by as "changedBy", u.display_name as "changedByName",
+                    c.changed_at as "changedAt"
                from weld_public.examination_changes c
+               left join weld_public.users u on u.tenant_id = c.tenant_id and u.id = c.changed_by
               where c.subject = '${subject}' and c.record_id = $1 and c.id > $2
               order by c.id limit $3`,
   })),

@@ -43,7 +43,7 @@ export function Progress({ iso }: { iso: IsoProgress }) {
       {/* The bar shows what the words say: a screen reader reads the words once. */}
       <progress max={Math.max(live, 1)} value={iso.accepted} aria-hidden="true" />
       <span class="counts">
-        {parts.join(' · ')} (of {live} welds)
+        {parts.join(' · ')} (of {live} weld{live === 1 ? '' : 's'})
       </span>
     </span>
   );

@@ -53,6 +53,8 @@ export interface HistoryEntry {
   toStatus: Status;
   reason: string | null;
   changedBy: string | null;
+  /** Who, by name (null for the system). */
+  changedByName: string | null;
   changedAt: string;
   cause: 'user' | 'ndt' | 'system';
   ndtRecordId: string | null;

@@ -623,7 +623,7 @@ function RelatedRecords({
                   ? ' (system)'
                   : h.changedBy === userId
                     ? ' by you'
-                    : ' by a colleague'}
+                    : ` by ${h.changedByName ?? 'a colleague'}`}
               {h.reason && <span class="hint">: {h.reason}</span>}
             </li>
           ))}

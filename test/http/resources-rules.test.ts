@@ -207,11 +207,18 @@ test('GET /welds/{id}/history: oldest first, in pages with Link; 404 for unknown
   t.is(full.json.nextCursor, null);
   t.is(full.headers.link, undefined);
   t.deepEqual(
-    full.json.items.map((h: Item) => [h.fromStatus, h.toStatus, h.reason, h.changedBy, h.cause]),
+    full.json.items.map((h: Item) => [
+      h.fromStatus,
+      h.toStatus,
+      h.reason,
+      h.changedBy,
+      h.changedByName,
+      h.cause,
+    ]),
     [
-      ['PENDING', 'REJECTED', 'RT: porosity', w.userIds.inspector, 'user'],
-      ['REJECTED', 'REPAIR', null, w.userIds.engineer, 'user'],
-      ['REPAIR', 'PENDING', null, w.userIds.inspector, 'user'],
+      ['PENDING', 'REJECTED', 'RT: porosity', w.userIds.inspector, 'inspector user', 'user'],
+      ['REJECTED', 'REPAIR', null, w.userIds.engineer, 'engineer user', 'user'],
+      ['REPAIR', 'PENDING', null, w.userIds.inspector, 'inspector user', 'user'],
     ],
   );
   t.true(full.json.items.every((h: Item) => h.ndtRecordId === null));
