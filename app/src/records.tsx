@@ -23,6 +23,7 @@ import {
   Heading,
   sentence,
   StatusBadge,
+  type ItemNamer,
   type Shell,
 } from './ui.tsx';
 
@@ -52,10 +53,33 @@ function useIsoWelds(weldId: string) {
   return { weld, welds, error };
 }
 
+/** What was sent, as far as naming its errors needs. */
+interface SentRecord {
+  welds: { weldId: string }[];
+  filmIntervals?: { label: string; weldIds: string[] }[];
+}
+
 /** The problem of a refused record in words, naming each weld the rules refused. */
-function refusal(error: unknown, welds: Weld[]): string {
-  if (!(error instanceof ApiError) || !error.problem.welds) return describeError(error);
+function refusal(error: unknown, welds: Weld[], sent: SentRecord): string {
   const number = (id: string) => welds.find((w) => w.id === id)?.weldNumber ?? id;
+  // "/welds/0/result" is "weld W001, result"; "/filmIntervals/1/weldIds/0" "film interval 1-2, weld W002".
+  const name: ItemNamer = (key, index, parents) => {
+    if (key === 'welds' && parents.length === 0) {
+      const id = sent.welds[index]?.weldId;
+      return id === undefined ? undefined : `weld ${number(id)}`;
+    }
+    if (key === 'filmIntervals' && parents.length === 0) {
+      const label = sent.filmIntervals?.[index]?.label;
+      return label === undefined ? undefined : `film interval ${label || '(no label)'}`;
+    }
+    if (key === 'weldIds' && parents[0] === 'filmIntervals') {
+      const interval = sent.filmIntervals?.[Number(parents[1])];
+      const id = interval?.weldIds[index];
+      return id === undefined ? undefined : `weld ${number(id)}`;
+    }
+    return undefined;
+  };
+  if (!(error instanceof ApiError) || !error.problem.welds) return describeError(error, name);
   return (
     `${sentence(error.message)} ` +
     error.problem.welds
@@ -184,7 +208,7 @@ export function NdtForm({ shell, weldId }: { shell: Shell; weldId: string }) {
       );
       location.hash = `#/welds/${weldId}`;
     } catch (e) {
-      setError(refusal(e, welds));
+      setError(refusal(e, welds, body));
     } finally {
       setBusy(false);
     }

@@ -49,23 +49,43 @@ export function sentence(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
+/**
+ * Names the item at `index` of the list `key` of what was sent ("welds", 0 -> "weld W001"), so an
+ * error names what the user sees, not a position; undefined: "welds 1".
+ */
+export type ItemNamer = (key: string, index: number, parents: string[]) => string | undefined;
+
 /** A JSON pointer in words: "/filmIntervals/1/weldIds" is "film intervals 2, weld ids". */
-function fieldName(pointer: string): string {
-  return pointer
-    .split('/')
-    .filter(Boolean)
-    .map((part) => (/^\d+$/.test(part) ? String(Number(part) + 1) : part))
-    .map((part) => part.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase())
-    .join(', ')
-    .replace(/, (\d+)/g, ' $1');
+function fieldName(pointer: string, name?: ItemNamer): string {
+  const parts = pointer.split('/').filter(Boolean);
+  const words: string[] = [];
+  for (let at = 0; at < parts.length; at++) {
+    const part = parts[at]!;
+    const index = parts[at + 1];
+    const named =
+      index !== undefined && /^\d+$/.test(index)
+        ? name?.(part, Number(index), parts.slice(0, at))
+        : undefined;
+    if (named !== undefined) {
+      words.push(named);
+      at++;
+    } else {
+      words.push(
+        /^\d+$/.test(part)
+          ? String(Number(part) + 1)
+          : part.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase(),
+      );
+    }
+  }
+  return words.join(', ').replace(/, (\d+)/g, ' $1');
 }
 
 /** A failed request in words: the problem's detail and each field it names. */
-export function describeError(error: unknown): string {
+export function describeError(error: unknown, name?: ItemNamer): string {
   if (error instanceof NetworkError) return 'The service cannot be reached (offline?).';
   if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
   const named = (error.problem.errors ?? []).map(
-    (e) => `${fieldName(e.pointer ?? e.parameter ?? '')}: ${e.detail}`,
+    (e) => `${fieldName(e.pointer ?? e.parameter ?? '', name)}: ${e.detail}`,
   );
   return sentence(named.length ? named.join('; ') : error.message);
 }

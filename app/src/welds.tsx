@@ -639,12 +639,7 @@ function RelatedRecords({
               {r.method} {r.reportNumber}, {r.examinedOn}:{' '}
               {r.welds.find((x) => x.weldId === weldId)?.result ?? r.result}
               {r.technician && ` (${r.technician})`}
-              {r.filmIntervals && r.filmIntervals.length > 0 && (
-                <span class="hint">
-                  {' '}
-                  film {r.filmIntervals.map((f) => `${f.label} ${f.result}`).join(', ')}
-                </span>
-              )}
+              <FilmOfWeld record={r} weldId={weldId} />
             </li>
           ))}
         </ul>
@@ -677,5 +672,24 @@ function RelatedRecords({
         </ul>
       )}
     </>
+  );
+}
+
+/** The film intervals of an RT record that show this weld: label, result and defect codes. */
+function FilmOfWeld({ record, weldId }: { record: NdtRecord; weldId: string }) {
+  const shown = (record.filmIntervals ?? []).filter((f) => f.weldIds.includes(weldId));
+  if (shown.length === 0) return null;
+  return (
+    <span class="hint">
+      {' '}
+      film{' '}
+      {shown
+        .map(
+          (f) =>
+            `${f.label} ${f.result}` +
+            (f.defectCodes.length > 0 ? ` (defects ${f.defectCodes.join(', ')})` : ''),
+        )
+        .join('; ')}
+    </span>
   );
 }

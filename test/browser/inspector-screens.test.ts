@@ -1,0 +1,119 @@
+// The inspector's screens as tried on a phone (issue F17, part 6), in a real browser: a weld's page
+// shows the film intervals that show it, with their defect codes; the NDT form's errors name the
+// film interval (and weld) the service refused, not its position in the list. (Histories naming
+// who changed what are in pwa.test.ts, where the change is made.)
+import test, { type ExecutionContext } from 'ava';
+import type { Browser, Page } from 'playwright-core';
+import { seedTenant } from '../../db/seed/index.ts';
+import { addTenant } from '../../db/tenants.ts';
+import { addRoleUsers, login, PASSWORD } from '../helpers/auth.ts';
+import { launchBrowser, PHONE, screenshot, watchPage } from '../helpers/browser.ts';
+import { migratedDatabase } from '../helpers/database.ts';
+import { ownerClient } from '../helpers/fixtures.ts';
+import { request } from '../helpers/http.ts';
+import { startServer } from '../helpers/server.ts';
+
+let browser: Browser;
+test.before(async () => {
+  browser = await launchBrowser();
+});
+test.after.always(async () => {
+  await browser?.close();
+});
+
+interface Weld {
+  id: string;
+  weld_number: string;
+}
+
+/** A seeded tenant, two of its welded PENDING welds, and an inspector signed in on a phone. */
+async function world(t: ExecutionContext) {
+  const { target } = await migratedDatabase(t);
+  const { port } = await startServer(t, target);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const origin = `http://127.0.0.1:${port}`;
+  const host = `127.0.0.1:${port}`;
+  const tenant = await addTenant(owner, { slug: 'site', name: 'Site', origins: [origin] });
+  await seedTenant(owner, 'site', { isos: 1, weldsPerIso: 6, seed: 3 });
+  await addRoleUsers(owner, 'site');
+  const { rows } = await owner.query<Weld>(
+    `select id, weld_number from weld_public.welds
+      where tenant_id = $1 and status = 'PENDING' and welded_on is not null
+      order by weld_number limit 2`,
+    [tenant.id],
+  );
+  if (rows.length < 2) throw new Error('the seed made fewer than two welded PENDING welds');
+  const context = await browser.newContext({ baseURL: origin, viewport: PHONE });
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  const problems: string[] = [];
+  watchPage(page, problems);
+  await page.goto('/app/');
+  await page.getByLabel('User name').fill('inspector');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'ISOs' }).waitFor();
+  const token = (await login(port, host, 'inspector')).json.accessToken as string;
+  return { port, host, token, page, problems, welds: rows as [Weld, Weld] };
+}
+
+async function openWeld(page: Page, weld: Weld) {
+  await page.goto(`/app/#/welds/${weld.id}`);
+  await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
+}
+
+test("a weld's page shows the film intervals that show it, with their defect codes", async (t) => {
+  const w = await world(t);
+  const [w1, w2] = w.welds;
+  const today = new Date().toISOString().slice(0, 10);
+  const res = await request(w.port, {
+    method: 'POST',
+    path: '/ndt-records',
+    host: w.host,
+    headers: { authorization: `Bearer ${w.token}` },
+    body: {
+      method: 'RT',
+      reportNumber: 'RT-77',
+      examinedOn: today,
+      welds: [{ weldId: w1.id }, { weldId: w2.id }],
+      filmIntervals: [
+        { label: '0-1', result: 'accepted', defectCodes: [], weldIds: [w1.id] },
+        { label: '1-2', result: 'rejected', defectCodes: ['PO', 'SI'], weldIds: [w2.id] },
+      ],
+    },
+  });
+  t.is(res.status, 201, res.text);
+
+  await openWeld(w.page, w2);
+  const rejected = w.page.locator('li', { hasText: `RT RT-77, ${today}` });
+  await rejected.getByText('film 1-2 rejected (defects PO, SI)').waitFor();
+  t.false((await rejected.innerText()).includes('0-1'), 'only the intervals that show this weld');
+  await screenshot(w.page, 'phone-weld-film-defects');
+
+  await openWeld(w.page, w1);
+  const accepted = w.page.locator('li', { hasText: `RT RT-77, ${today}` });
+  await accepted.getByText('film 0-1 accepted').waitFor();
+  t.false((await accepted.innerText()).includes('defects'));
+  t.deepEqual(w.problems, []);
+});
+
+test('the NDT form names the film interval the service refused, not its position', async (t) => {
+  const w = await world(t);
+  const [w1] = w.welds;
+  await w.page.goto(`/app/#/welds/${w1.id}/ndt`);
+  await w.page.getByRole('heading', { name: 'Record an NDT result' }).waitFor();
+  await w.page.getByLabel('Report number').fill('RT-78');
+  await w.page.getByRole('button', { name: 'Add a film interval' }).click();
+  await w.page.locator('#label-1').fill('A');
+  await w.page
+    .getByRole('group', { name: 'Welds on interval A' })
+    .getByLabel(w1.weld_number, { exact: true })
+    .check();
+  await w.page.getByRole('button', { name: 'Record the result' }).click();
+  const alert = w.page.getByRole('alert');
+  await alert.waitFor();
+  t.regex(await alert.innerText(), /^Film interval A, label: must be two location markers/);
+  t.false((await alert.innerText()).includes('film intervals 2'));
+  t.deepEqual(w.problems, []);
+});
