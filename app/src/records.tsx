@@ -72,7 +72,7 @@ function refusal(error: unknown, welds: Weld[], sent: SentRecord): string {
       const label = sent.filmIntervals?.[index]?.label;
       return label === undefined ? undefined : `film interval ${label || '(no label)'}`;
     }
-    if (key === 'weldIds' && parents[0] === 'filmIntervals') {
+    if (key === 'weldIds' && parents.length === 2 && parents[0] === 'filmIntervals') {
       const interval = sent.filmIntervals?.[Number(parents[1])];
       const id = interval?.weldIds[index];
       return id === undefined ? undefined : `weld ${number(id)}`;

@@ -69,24 +69,23 @@ function fieldName(pointer: string, name?: ItemNamer): string {
     if (named !== undefined) {
       words.push(named);
       at++;
+    } else if (/^\d+$/.test(part) && words.length > 0) {
+      words[words.length - 1] += ` ${Number(part) + 1}`; // "welds 2": its place, 1-based
     } else {
-      words.push(
-        /^\d+$/.test(part)
-          ? String(Number(part) + 1)
-          : part.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase(),
-      );
+      words.push(part.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
     }
   }
-  return words.join(', ').replace(/, (\d+)/g, ' $1');
+  return words.join(', ');
 }
 
 /** A failed request in words: the problem's detail and each field it names. */
 export function describeError(error: unknown, name?: ItemNamer): string {
   if (error instanceof NetworkError) return 'The service cannot be reached (offline?).';
   if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
-  const named = (error.problem.errors ?? []).map(
-    (e) => `${fieldName(e.pointer ?? e.parameter ?? '', name)}: ${e.detail}`,
-  );
+  const named = (error.problem.errors ?? []).map((e) => {
+    const field = fieldName(e.pointer ?? e.parameter ?? '', name);
+    return field ? `${field}: ${e.detail}` : e.detail;
+  });
   return sentence(named.length ? named.join('; ') : error.message);
 }
 

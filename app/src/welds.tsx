@@ -41,6 +41,9 @@ import {
   type Shell,
 } from './ui.tsx';
 
+/** The width below which the weld list is a phone's: dense rows, folded filters (app.css). */
+const PHONE = window.matchMedia('(max-width: 40rem)');
+
 const PAGE = '50';
 /** An ISO's welds come in one page (nearly always), shown in weld number order. */
 const ISO_PAGE = '500';
@@ -164,6 +167,11 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
     return () => observer.disconnect();
   }, [cursor, loading]);
 
+  // On a phone the filters fold away (their summary says how many are on); wider, they show.
+  const activeFilters = (
+    ['status', 'type', 'weldNumber', 'welderId', 'wpsId', 'changedSince'] as const
+  ).filter((name) => filters[name]).length;
+
   const apply = (event: Event) => {
     event.preventDefault();
     const form = event.currentTarget as HTMLFormElement;
@@ -191,31 +199,42 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
           </a>
         </p>
       )}
-      <form class="filters" onSubmit={apply} aria-label="Filter welds">
-        <FilterSelect
-          label="Status"
-          name="status"
-          value={filters.status}
-          options={STATUSES.map((v) => ({ id: v, label: v }))}
-        />
-        <FilterSelect
-          label="Type"
-          name="type"
-          value={filters.type}
-          options={WELD_TYPES.map((v) => ({ id: v, label: v }))}
-        />
-        <div class="field">
-          <label for="f-number">Weld number (exact)</label>
-          <input id="f-number" name="weldNumber" value={filters.weldNumber ?? ''} size={10} />
-        </div>
-        <FilterSelect label="Welder" name="welderId" value={filters.welderId} options={welders} />
-        <FilterSelect label="WPS" name="wpsId" value={filters.wpsId} options={procedures} />
-        <div class="field">
-          <label for="f-since">Changed since</label>
-          <input id="f-since" name="changedSince" type="date" value={filters.changedSince ?? ''} />
-        </div>
-        <button type="submit">Filter</button>
-      </form>
+      <details class="filter-fold" open={!PHONE.matches}>
+        <summary>
+          Filters
+          {activeFilters > 0 ? ` (${activeFilters} on)` : ''}
+        </summary>
+        <form class="filters" onSubmit={apply} aria-label="Filter welds">
+          <FilterSelect
+            label="Status"
+            name="status"
+            value={filters.status}
+            options={STATUSES.map((v) => ({ id: v, label: v }))}
+          />
+          <FilterSelect
+            label="Type"
+            name="type"
+            value={filters.type}
+            options={WELD_TYPES.map((v) => ({ id: v, label: v }))}
+          />
+          <div class="field">
+            <label for="f-number">Weld number (exact)</label>
+            <input id="f-number" name="weldNumber" value={filters.weldNumber ?? ''} size={10} />
+          </div>
+          <FilterSelect label="Welder" name="welderId" value={filters.welderId} options={welders} />
+          <FilterSelect label="WPS" name="wpsId" value={filters.wpsId} options={procedures} />
+          <div class="field">
+            <label for="f-since">Changed since</label>
+            <input
+              id="f-since"
+              name="changedSince"
+              type="date"
+              value={filters.changedSince ?? ''}
+            />
+          </div>
+          <button type="submit">Filter</button>
+        </form>
+      </details>
       <ErrorNotice error={error} />
       {!welds && !error && <p aria-busy="true">Loading welds…</p>}
       {welds && (
@@ -224,7 +243,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
             {welds.length} weld{welds.length === 1 ? '' : 's'}
             {cursor ? ' shown, more below' : ''}
           </p>
-          <table class="cards">
+          <table class="cards dense">
             <caption class="sr-only">Welds</caption>
             <thead>
               <tr>
@@ -624,6 +643,7 @@ function RelatedRecords({
                   : h.changedBy === userId
                     ? ' by you'
                     : ` by ${h.changedByName ?? 'a colleague'}`}
+              {/* (the user's display name now, not when the change was made) */}
               {h.reason && <span class="hint">: {h.reason}</span>}
             </li>
           ))}

@@ -84,6 +84,12 @@ async function world(
   return { origin, port, host: `127.0.0.1:${port}`, owner, tenantId: tenant.id, open };
 }
 
+/** Unfolds the weld list's filters (folded on a phone). */
+async function openFilters(page: Page): Promise<void> {
+  const fold = page.locator('details.filter-fold');
+  if ((await fold.getAttribute('open')) === null) await fold.locator('summary').click();
+}
+
 async function signIn(page: Page, role: string): Promise<void> {
   await page.getByLabel('User name').fill(role);
   await page.getByLabel('Password').fill(PASSWORD);
@@ -230,6 +236,17 @@ test.serial(
       t.is(shown.length, 120);
       t.is(pages.length, 2, `the next pages read: ${pages.join(' ')}`);
 
+      // On a phone: one dense row per weld, and the filters folded away until asked for.
+      const fold = page.locator('details.filter-fold');
+      t.is((await fold.getAttribute('open')) === null, name === 'phone', `filters folded: ${name}`);
+      if (name === 'phone') {
+        const heights = await page
+          .locator('tbody tr')
+          .evaluateAll((trs) => trs.map((tr) => tr.getBoundingClientRect().height));
+        t.true(Math.max(...heights) < 60, `dense rows: ${Math.max(...heights)} px`);
+      }
+      await openFilters(page);
+
       // A filter: the REJECTED welds are exactly the database's.
       await page.getByLabel('Status').selectOption('REJECTED');
       await page.getByRole('button', { name: 'Filter' }).click();
@@ -249,6 +266,8 @@ test.serial(
           [w.tenantId],
         )
       ).rows[0]!;
+      await openFilters(page);
+      t.regex(await fold.locator('summary').innerText(), /Filters \(1 on\)/);
       await page.getByLabel('Status').selectOption('');
       await page.getByLabel('Welder').selectOption(welder.id);
       await page.getByRole('button', { name: 'Filter' }).click();
