@@ -5,22 +5,22 @@
 // sign in and its requests are 401. From the attacker's side: the same cookies without the
 // X-CSRF-Token header, or with a forged one, are still refused, and no other page may frame it.
 import test, { type ExecutionContext } from 'ava';
-import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
+import type { BrowserContext, Page, Response } from 'playwright-core';
 import { seedTenant } from '../../db/seed/index.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, PASSWORD } from '../helpers/auth.ts';
-import { DESKTOP, launchBrowser, screenshot, watchPage } from '../helpers/browser.ts';
+import {
+  browserForTests,
+  DESKTOP,
+  screenshot,
+  signInToApp,
+  watchPage,
+} from '../helpers/browser.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { startServer } from '../helpers/server.ts';
 
-let browser: Browser;
-test.before(async () => {
-  browser = await launchBrowser();
-});
-test.after.always(async () => {
-  await browser?.close();
-});
+const browser = browserForTests(test);
 
 interface World {
   origin: string;
@@ -40,7 +40,7 @@ async function world(t: ExecutionContext): Promise<World> {
   await addTenant(owner, { slug: 'site', name: 'Site project', origins: [origin] });
   await seedTenant(owner, 'site', { isos: 3, weldsPerIso: 4, seed: 5 });
   await addRoleUsers(owner, 'site');
-  const context = await browser.newContext({ baseURL: origin, viewport: DESKTOP });
+  const context = await browser().newContext({ baseURL: origin, viewport: DESKTOP });
   t.teardown(() => context.close());
   const page = await context.newPage();
   const problems: string[] = [];
@@ -50,10 +50,7 @@ async function world(t: ExecutionContext): Promise<World> {
 
 async function signInToTheApp(page: Page): Promise<void> {
   await page.goto('/app/');
-  await page.getByLabel('User name').fill('viewer');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'ISOs' }).waitFor();
+  await signInToApp(page, 'viewer', PASSWORD);
 }
 
 const isGraphqlPost = (r: Response) =>

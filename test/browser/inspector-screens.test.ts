@@ -3,23 +3,17 @@
 // film interval (and weld) the service refused, not its position in the list. (Histories naming
 // who changed what are in pwa.test.ts, where the change is made.)
 import test, { type ExecutionContext } from 'ava';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { seedTenant } from '../../db/seed/index.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login, PASSWORD } from '../helpers/auth.ts';
-import { launchBrowser, PHONE, screenshot, watchPage } from '../helpers/browser.ts';
+import { browserForTests, PHONE, screenshot, signInToApp, watchPage } from '../helpers/browser.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { request } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';
 
-let browser: Browser;
-test.before(async () => {
-  browser = await launchBrowser();
-});
-test.after.always(async () => {
-  await browser?.close();
-});
+const browser = browserForTests(test);
 
 interface Weld {
   id: string;
@@ -44,16 +38,13 @@ async function world(t: ExecutionContext) {
     [tenant.id],
   );
   if (rows.length < 2) throw new Error('the seed made fewer than two welded PENDING welds');
-  const context = await browser.newContext({ baseURL: origin, viewport: PHONE });
+  const context = await browser().newContext({ baseURL: origin, viewport: PHONE });
   t.teardown(() => context.close());
   const page = await context.newPage();
   const problems: string[] = [];
   watchPage(page, problems);
   await page.goto('/app/');
-  await page.getByLabel('User name').fill('inspector');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'ISOs' }).waitFor();
+  await signInToApp(page, 'inspector', PASSWORD);
   const token = (await login(port, host, 'inspector')).json.accessToken as string;
   return { port, host, token, page, problems, welds: rows as [Weld, Weld] };
 }

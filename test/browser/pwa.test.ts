@@ -11,16 +11,17 @@
 // into test/browser/screenshots/, and no page meets a CSP violation or a script error.
 import test, { type ExecutionContext } from 'ava';
 import type pg from 'pg';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { seedTenant } from '../../db/seed/index.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login, PASSWORD } from '../helpers/auth.ts';
 import {
   assertAccessible,
   DESKTOP,
-  launchBrowser,
+  browserForTests,
   PHONE,
   screenshot,
+  signInToApp,
   TABLET,
   watchPage,
 } from '../helpers/browser.ts';
@@ -30,14 +31,7 @@ import { request } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';
 
 const SLUG = 'site';
-let browser: Browser;
-
-test.before(async () => {
-  browser = await launchBrowser();
-});
-test.after.always(async () => {
-  await browser?.close();
-});
+const browser = browserForTests(test);
 
 interface World {
   origin: string;
@@ -69,7 +63,7 @@ async function world(
   await seedTenant(owner, SLUG, { ...seed, seed: 3 });
   await addRoleUsers(owner, SLUG);
   const open = async (role: string, options: { viewport?: typeof DESKTOP } = {}) => {
-    const context = await browser.newContext({
+    const context = await browser().newContext({
       baseURL: origin,
       viewport: options.viewport ?? DESKTOP,
     });
@@ -90,12 +84,7 @@ async function openFilters(page: Page): Promise<void> {
   if ((await fold.getAttribute('open')) === null) await fold.locator('summary').click();
 }
 
-async function signIn(page: Page, role: string): Promise<void> {
-  await page.getByLabel('User name').fill(role);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'ISOs' }).waitFor();
-}
+const signIn = (page: Page, role: string) => signInToApp(page, role, PASSWORD);
 
 interface WeldRow {
   id: string;
@@ -163,7 +152,7 @@ test.serial(
       ['tablet', TABLET],
       ['phone', PHONE],
     ] as const) {
-      const context = await browser.newContext({ baseURL: w.origin, viewport });
+      const context = await browser().newContext({ baseURL: w.origin, viewport });
       t.teardown(() => context.close());
       const page = await context.newPage();
       const problems: string[] = [];
@@ -607,7 +596,7 @@ test.serial(
   'a tab follows a sign-in in another tab: it never goes on as a user the cookies no longer belong to',
   async (t) => {
     const w = await world(t, { isos: 1, weldsPerIso: 2 });
-    const context = await browser.newContext({ baseURL: w.origin, viewport: DESKTOP });
+    const context = await browser().newContext({ baseURL: w.origin, viewport: DESKTOP });
     t.teardown(() => context.close());
     const problems: string[] = [];
     const [one, two] = [await context.newPage(), await context.newPage()];

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { ExecutionContext } from 'ava';
+import type { ExecutionContext, TestFn } from 'ava';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -17,6 +17,29 @@ export const SCREENSHOTS = path.resolve(import.meta.dirname, '..', 'browser', 's
 export const PHONE = { width: 390, height: 844 };
 export const TABLET = { width: 820, height: 1180 };
 export const DESKTOP = { width: 1280, height: 800 };
+
+/**
+ * One Chromium for a test file: launched before its tests, closed after them. Returns how to
+ * reach it (it exists once the tests run).
+ */
+export function browserForTests(test: TestFn): () => Browser {
+  let browser: Browser | undefined;
+  test.before(async () => {
+    browser = await launchBrowser();
+  });
+  test.after.always(async () => {
+    await browser?.close();
+  });
+  return () => browser!;
+}
+
+/** Signs in on the web app's sign-in form (the page is at /app/) and waits for the ISO list. */
+export async function signInToApp(page: Page, userName: string, password: string): Promise<void> {
+  await page.getByLabel('User name').fill(userName);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'ISOs' }).waitFor();
+}
 
 export async function launchBrowser(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
