@@ -26,7 +26,8 @@
 //     filter is slow and happens before the deadline runs);
 //   - introspection reads the schema, not the database, but a full one is megabytes: __schema
 //     costs INTROSPECTION_COST (10,000: one per request is fine, GraphiQL needs one), __type a
-//     hundredth of that, __typename 1.
+//     hundredth of that, __typename 1; an alias inside either is refused (it would repeat a
+//     schema-sized list at that one price).
 // So a page multiplies everything under it, and nesting multiplies pages: 500 welds, each with
 // its ISO's 500 welds, is 250,000 values, however the document spells it.
 //
@@ -399,7 +400,10 @@ class CostWalk {
   ): number {
     const name = nodes[0]!.name.value;
     // __typename is a constant; introspection reads the schema, never the database.
-    if (name.startsWith('__')) return META_FIELD_COST[name] ?? 1;
+    if (name.startsWith('__')) {
+      if (name in META_FIELD_COST) this.refuseIntrospectionAliases(nodes, path);
+      return META_FIELD_COST[name] ?? 1;
+    }
     const field = parent.getFields()[name]!;
     const type = getNamedType(field.type);
     let self = COMPUTED_COLUMN_WEIGHTS[`${parent.name}.${name}`] ?? 1;
@@ -424,6 +428,35 @@ class CostWalk {
   }
 
   /** The rows a connection skips (`offset`): read, then thrown away. */
+  /**
+   * Introspection has one price whatever it selects, which is fair only while each field of the
+   * schema appears once in the answer: an alias inside it (`types { fields { a1: name a2: name
+   * ... } }`) would repeat a schema-sized list at that price. The standard introspection queries
+   * use no alias there, so one is refused.
+   */
+  private refuseIntrospectionAliases(nodes: readonly FieldNode[], path: string[]): void {
+    const seen = new Set<string>();
+    const walk = (set: SelectionSetNode | undefined): void => {
+      for (const selection of set?.selections ?? []) {
+        if (selection.kind === Kind.FIELD) {
+          if (selection.alias && selection.alias.value !== selection.name.value) {
+            throw tooLarge(
+              `An alias inside introspection (${selection.alias.value} at ${path.join('.')}) ` +
+                'is not accepted: ask for each field once.',
+            );
+          }
+          walk(selection.selectionSet);
+        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+          walk(selection.selectionSet);
+        } else if (!seen.has(selection.name.value)) {
+          seen.add(selection.name.value); // each fragment once: cycles are refused elsewhere
+          walk(this.fragments.get(selection.name.value)?.selectionSet);
+        }
+      }
+    };
+    for (const node of nodes) walk(node.selectionSet);
+  }
+
   private offset(field: GraphQLField<unknown, unknown>, node: FieldNode): number {
     const offset = getArgumentValues(field, node, this.variables).offset;
     return typeof offset === 'number' && offset > 0 ? offset : 0;

@@ -297,7 +297,7 @@ export function graphqlRoutes(graphql: Graphql): Route[] {
           },
           '400': {
             description:
-              'a query over the limits (problem details: /problems/query-too-large for text length, depth or page size, /problems/query-too-costly over the cost budget, with `cost` and `budget`) or one GraphQL refuses to run (a GraphQL response carrying errors; application/json when the request has no JSON body or accepts only application/json)',
+              'a query over the limits (problem details: /problems/query-too-large for text length, depth, page size or an alias inside introspection, /problems/query-too-costly over the cost budget, with `cost` and `budget`) or one GraphQL refuses to run (a GraphQL response carrying errors; application/json when the request has no JSON body or accepts only application/json)',
             content: {
               'application/problem+json': { schema: ref('Problem') },
               'application/graphql-response+json': { schema: ref('GraphqlResponse') },

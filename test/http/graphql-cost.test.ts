@@ -258,7 +258,7 @@ test('pageInfo reads rows: it needs a page size; many introspections are too cos
   t.is(refused.json.type, '/problems/query-too-costly');
 });
 
-test('the standard introspection query (GraphiQL, ruru, most tools) runs; deeper or recursive ones are refused', async (t) => {
+test('the standard introspection query (GraphiQL, ruru, most tools) runs; deeper, aliased or recursive ones are refused', async (t) => {
   // graphql-js's query with GraphiQL's options: 14 selection sets deep, ofType nested 9 times.
   const standard = getIntrospectionQuery({
     descriptions: true,
@@ -277,6 +277,20 @@ test('the standard introspection query (GraphiQL, ruru, most tools) runs; deeper
   const tooDeep = await gql(deeper);
   t.is(tooDeep.status, 400);
   t.is(tooDeep.json.type, '/problems/query-too-large');
+  // One price for introspection holds only while it asks for each field once: no alias inside.
+  const aliased = await gql(
+    `{ __schema { types { fields { ${Array.from({ length: 50 }, (_, i) => `n${i}: name`).join(' ')} } } } }`,
+  );
+  t.is(aliased.status, 400);
+  t.is(aliased.json.type, '/problems/query-too-large');
+  t.regex(aliased.json.detail, /alias inside introspection/);
+  const viaFragment = await gql(
+    '{ __type(name: "Weld") { ...F } } fragment F on __Type { fields { a: name } }',
+  );
+  t.is(viaFragment.status, 400);
+  t.is(viaFragment.json.type, '/problems/query-too-large');
+  // Aliasing the introspection root itself is priced per alias, as before.
+  t.is((await gql('{ a: __type(name: "Weld") { name } }')).status, 200);
   // The classic recursive introspection (fields of the types of fields ...) stays refused (by
   // graphql-js's own introspection depth rule, which answers first).
   const recursive = await gql(
