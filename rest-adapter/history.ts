@@ -45,16 +45,23 @@ const pageOfEntries = (entry: z.ZodObject) =>
       .describe('pass as `cursor` for the next page; null on the last'),
   });
 
+/** Who made a change, by name: the display name as it is now (`changedBy` is the key). */
+const changedByName = z
+  .string()
+  .nullable()
+  .describe("the user's display name, so a history reads who changed it; null for the system");
+
+/** The user who made a change (`alias`.changed_by), joined for their name. */
+const changer = (alias: string) =>
+  `left join weld_public.users u on u.tenant_id = ${alias}.tenant_id and u.id = ${alias}.changed_by`;
+
 export const WeldHistoryEntry = z.object({
   id: z.number().int().describe('increases with every change of the tenant'),
   fromStatus: z.enum(WELD_STATUSES),
   toStatus: z.enum(WELD_STATUSES),
   reason: z.string().nullable(),
   changedBy: z.uuid().nullable().describe('the user; null for changes made by the system'),
-  changedByName: z
-    .string()
-    .nullable()
-    .describe("the user's display name, so a history reads who changed it; null for the system"),
+  changedByName,
   changedAt: z.iso.datetime(),
   repairCycle: z.number().int(),
   cause: z.enum(['user', 'ndt', 'system']).describe('a user action, or the NDT record given'),
@@ -83,10 +90,7 @@ export const ExaminationHistoryEntry = z.object({
     .nullable()
     .describe('why it was changed: the reason given with the correction (at most 2000 characters)'),
   changedBy: z.uuid().nullable(),
-  changedByName: z
-    .string()
-    .nullable()
-    .describe("the user's display name, so a history reads who changed it; null for the system"),
+  changedByName,
   changedAt: z.iso.datetime(),
 });
 
@@ -96,10 +100,7 @@ export const TestPackageHistoryEntry = z.object({
   toState: z.enum(TEST_PACKAGE_STATES),
   reason: z.string().nullable().describe('the reason a withdrawal (released -> open) gave'),
   changedBy: z.uuid().nullable(),
-  changedByName: z
-    .string()
-    .nullable()
-    .describe("the user's display name, so a history reads who changed it; null for the system"),
+  changedByName,
   changedAt: z.iso.datetime(),
 });
 
@@ -132,7 +133,7 @@ const HISTORIES: History[] = [
                     h.changed_at as "changedAt", h.repair_cycle as "repairCycle", h.cause,
                     h.ndt_record_id as "ndtRecordId"
                from weld_public.weld_status_history h
-               left join weld_public.users u on u.tenant_id = h.tenant_id and u.id = h.changed_by
+               ${changer('h')}
               where h.weld_id = $1 and h.id > $2 order by h.id limit $3`,
   },
   {
@@ -148,7 +149,7 @@ const HISTORIES: History[] = [
                     h.reason, h.changed_by as "changedBy", u.display_name as "changedByName",
                     h.changed_at as "changedAt"
                from weld_public.test_package_state_changes h
-               left join weld_public.users u on u.tenant_id = h.tenant_id and u.id = h.changed_by
+               ${changer('h')}
               where h.test_package_id = $1 and h.id > $2 order by h.id limit $3`,
   },
   ...(
@@ -169,7 +170,7 @@ const HISTORIES: History[] = [
                     c.changed_by as "changedBy", u.display_name as "changedByName",
                     c.changed_at as "changedAt"
                from weld_public.examination_changes c
-               left join weld_public.users u on u.tenant_id = c.tenant_id and u.id = c.changed_by
+               ${changer('c')}
               where c.subject = '${subject}' and c.record_id = $1 and c.id > $2
               order by c.id limit $3`,
   })),

@@ -168,9 +168,8 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
   }, [cursor, loading]);
 
   // On a phone the filters fold away (their summary says how many are on); wider, they show.
-  const activeFilters = (
-    ['status', 'type', 'weldNumber', 'welderId', 'wpsId', 'changedSince'] as const
-  ).filter((name) => filters[name]).length;
+  const { isoId: _, ...chosen } = filters;
+  const activeFilters = Object.values(chosen).filter(Boolean).length;
 
   const apply = (event: Event) => {
     event.preventDefault();
@@ -643,7 +642,6 @@ function RelatedRecords({
                   : h.changedBy === userId
                     ? ' by you'
                     : ` by ${h.changedByName ?? 'a colleague'}`}
-              {/* (the user's display name now, not when the change was made) */}
               {h.reason && <span class="hint">: {h.reason}</span>}
             </li>
           ))}
