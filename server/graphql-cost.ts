@@ -70,6 +70,7 @@ import {
   type OperationDefinitionNode,
   type SelectionNode,
   type SelectionSetNode,
+  type ValidationRule,
 } from 'postgraphile/graphql';
 import { PAGE_SIZE } from '../db/vocabulary.ts';
 import { HttpProblem, problemOf } from '../rest-adapter/http/problem.ts';
@@ -224,7 +225,7 @@ function checkedDocument(schema: GraphQLSchema, query: string): DocumentNode | s
     } else if (values > MAX_INPUT_VALUES) {
       verdict = `The query writes ${values} input values; at most ${MAX_INPUT_VALUES} are accepted.`;
     } else if (validate(schema, document).length === 0) {
-      const depthErrors = validate(schema, document, [depthLimit(DEPTH)]);
+      const depthErrors = validate(schema, document, [depthLimit(DEPTH), noAliasInIntrospection]);
       verdict = depthErrors.length > 0 ? depthErrors[0]!.message : document;
     }
   } catch (error) {
@@ -243,6 +244,25 @@ function checkedDocument(schema: GraphQLSchema, query: string): DocumentNode | s
   }
   return verdict;
 }
+/**
+ * Introspection has one price whatever it selects, which is fair only while each field of the
+ * schema appears once in the answer: an alias inside it (`types { fields { a1: name a2: name
+ * ... } }`) would repeat a schema-sized list at that price. The standard introspection queries use
+ * none; aliasing the root (`a: __type(...)`) stays allowed, priced per alias.
+ */
+const noAliasInIntrospection: ValidationRule = (context) => ({
+  Field(node) {
+    const parent = context.getParentType();
+    if (node.alias && node.alias.value !== node.name.value && parent?.name.startsWith('__')) {
+      context.reportError(
+        new GraphQLError(
+          `An alias inside introspection (${node.alias.value} on ${parent.name}) is not accepted: ask for each field once.`,
+        ),
+      );
+    }
+  },
+});
+
 const CACHED = 200;
 const CACHED_CHARACTERS = 200_000;
 const verdicts = new WeakMap<
@@ -400,10 +420,7 @@ class CostWalk {
   ): number {
     const name = nodes[0]!.name.value;
     // __typename is a constant; introspection reads the schema, never the database.
-    if (name.startsWith('__')) {
-      if (name in META_FIELD_COST) this.refuseIntrospectionAliases(nodes, path);
-      return META_FIELD_COST[name] ?? 1;
-    }
+    if (name.startsWith('__')) return META_FIELD_COST[name] ?? 1;
     const field = parent.getFields()[name]!;
     const type = getNamedType(field.type);
     let self = COMPUTED_COLUMN_WEIGHTS[`${parent.name}.${name}`] ?? 1;
@@ -428,35 +445,6 @@ class CostWalk {
   }
 
   /** The rows a connection skips (`offset`): read, then thrown away. */
-  /**
-   * Introspection has one price whatever it selects, which is fair only while each field of the
-   * schema appears once in the answer: an alias inside it (`types { fields { a1: name a2: name
-   * ... } }`) would repeat a schema-sized list at that price. The standard introspection queries
-   * use no alias there, so one is refused.
-   */
-  private refuseIntrospectionAliases(nodes: readonly FieldNode[], path: string[]): void {
-    const seen = new Set<string>();
-    const walk = (set: SelectionSetNode | undefined): void => {
-      for (const selection of set?.selections ?? []) {
-        if (selection.kind === Kind.FIELD) {
-          if (selection.alias && selection.alias.value !== selection.name.value) {
-            throw tooLarge(
-              `An alias inside introspection (${selection.alias.value} at ${path.join('.')}) ` +
-                'is not accepted: ask for each field once.',
-            );
-          }
-          walk(selection.selectionSet);
-        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-          walk(selection.selectionSet);
-        } else if (!seen.has(selection.name.value)) {
-          seen.add(selection.name.value); // each fragment once: cycles are refused elsewhere
-          walk(this.fragments.get(selection.name.value)?.selectionSet);
-        }
-      }
-    };
-    for (const node of nodes) walk(node.selectionSet);
-  }
-
   private offset(field: GraphQLField<unknown, unknown>, node: FieldNode): number {
     const offset = getArgumentValues(field, node, this.variables).offset;
     return typeof offset === 'number' && offset > 0 ? offset : 0;
