@@ -26,7 +26,7 @@
 //     filter is slow and happens before the deadline runs);
 //   - introspection reads the schema, not the database, but a full one is megabytes: __schema
 //     costs INTROSPECTION_COST (10,000: one per request is fine, GraphiQL needs one), __type a
-//     hundredth of that, __typename 1; an alias inside either is refused (it would repeat a
+//     tenth of that, __typename 1; an alias inside either is refused (it would repeat a
 //     schema-sized list at that one price).
 // So a page multiplies everything under it, and nesting multiplies pages: 500 welds, each with
 // its ISO's 500 welds, is 250,000 values, however the document spells it.
@@ -149,7 +149,9 @@ const PAGED_FIELDS = new Set(['nodes', 'edges', 'pageInfo']);
 export const INTROSPECTION_COST = 10_000;
 const META_FIELD_COST: Record<string, number> = {
   __schema: INTROSPECTION_COST,
-  __type: INTROSPECTION_COST / 100,
+  // One type can answer with much of the schema (Query's fields with their filter inputs, a few
+  // hundred kB): a tenth, so a request holds at most about a hundred, as it holds ten __schema.
+  __type: INTROSPECTION_COST / 10,
 };
 /** A walk deeper than this is a fragment cycle (validation rejects those first; this is a guard). */
 const MAX_NESTING = 64;

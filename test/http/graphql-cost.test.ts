@@ -289,8 +289,16 @@ test('the standard introspection query (GraphiQL, ruru, most tools) runs; deeper
   );
   t.is(viaFragment.status, 400);
   t.is(viaFragment.json.type, '/problems/query-too-large');
-  // Aliasing the introspection root itself is priced per alias, as before.
+  // Aliasing the introspection root itself is priced per alias: a tenth of __schema each, so a
+  // request cannot ask for hundreds of copies of a large type.
   t.is((await gql('{ a: __type(name: "Weld") { name } }')).status, 200);
+  const copies = (n: number) =>
+    `{ ${Array.from({ length: n }, (_, i) => `a${i}: __type(name: "Query") { ...F }`).join(' ')} }
+     fragment F on __Type { fields { name args { name type { name inputFields { name } } } } }`;
+  t.is((await gql(copies(10))).status, 200);
+  const many = await gql(copies(200));
+  t.is(many.status, 400);
+  t.is(many.json.type, '/problems/query-too-costly');
   // The classic recursive introspection (fields of the types of fields ...) stays refused (by
   // graphql-js's own introspection depth rule, which answers first).
   const recursive = await gql(
