@@ -53,6 +53,12 @@ begin
   if not pg_catalog.pg_has_role('weld_owner', 'weld_rules', 'member') then
     grant weld_rules to weld_owner;
   end if;
+  -- What the reporting logins (`weld-admin reporting add`) share: SELECT on the report views
+  -- (weld_reports) and nothing else. Each login is its own role in this one, its tenant fixed
+  -- by its name (weld_hidden.current_tenant_id).
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_reporting') then
+    create role weld_reporting nologin noinherit nobypassrls;
+  end if;
 end
 $$;
 

@@ -236,6 +236,20 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.import_date(value text)': roles(owner, 'weld_engineer', 'weld_rules'),
     'weld_hidden.from_spreadsheet_text(value text)': roles(owner, 'weld_engineer'),
     'weld_hidden.spreadsheet_text(value text)': roles(owner, 'weld_viewer'),
+    // The reports (F17): every reader and the reporting logins, each under row security.
+    ...Object.fromEntries(
+      [
+        'examination_backlog',
+        'examination_progress',
+        'qualification_expiry',
+        'test_package_board',
+        'weld_progress',
+        'welder_performance',
+      ].map((name) => [
+        `weld_hidden.report_${name}()`,
+        roles(rules, 'weld_viewer', 'weld_reporting'),
+      ]),
+    ),
     'weld_hidden.import_json(record weld_hidden.imports)': roles(owner, 'weld_viewer'),
     // An NDT record's lists as REST and the events show them: every reader, under row security.
     'weld_hidden.ndt_record_film_json(record weld_public.ndt_records)': roles(owner, 'weld_viewer'),
@@ -280,6 +294,10 @@ test('catalog: each function is executable by exactly the roles that call it', a
     // ISO progress (000015): the triggers that keep weld_public.iso_weld_counts, as the owner.
     'weld_private.tg_isos__weld_counts()': owner,
     'weld_private.tg_welds__iso_weld_counts()': owner,
+    // The report rollups (F17): written by the triggers alone.
+    'weld_private.tg__report_facts()': owner,
+    'weld_private.refresh_report_facts(tenant uuid, weld_ids uuid[])': owner,
+    'weld_private.report_facts_of(tenant uuid, weld_ids uuid[])': owner,
     'weld_private.tg_welds__iso_weld_counts_move()': owner,
     'weld_private.tg__selection_closure()': owner,
     'weld_private.tg__selection_outbox()': owner,
