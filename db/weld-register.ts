@@ -404,33 +404,50 @@ export async function exportWelds(
   out: Writable,
 ): Promise<number> {
   // The welds `r`, their ISO `i`: filters may name either.
+  const condition = where.sql ? `where ${where.sql}` : '';
+  return copyCsvTo(
+    db,
+    `select weld_hidden.spreadsheet_text(i.iso_number) as "isoNumber",
+            weld_hidden.spreadsheet_text(i.line_number) as "lineNumber",
+            weld_hidden.spreadsheet_text(r.weld_number) as "weldNumber",
+            r.type, trim_scale(r.size) as size, r.schedule,
+            trim_scale(r.wall_thickness) as "wallThickness",
+            weld_hidden.spreadsheet_text(r.material) as material,
+            weld_hidden.spreadsheet_text(wr.stamp) as "welderStamp",
+            weld_hidden.spreadsheet_text(p.wps_number) as "wpsNumber",
+            weld_hidden.spreadsheet_text(p.revision) as "wpsRevision",
+            r.welded_on as "weldedOn", r.base_metal_1_p_number as "baseMetal1PNumber",
+            r.base_metal_2_p_number as "baseMetal2PNumber",
+            r.status, r.repair_cycle as "repairCycle", r.version
+       from weld_public.welds r
+       join weld_public.isos i on i.tenant_id = r.tenant_id and i.id = r.iso_id
+       left join weld_public.welders wr on wr.tenant_id = r.tenant_id and wr.id = r.welder_id
+       left join weld_public.wps p on p.tenant_id = r.tenant_id and p.id = r.wps_id
+       ${condition}
+      order by i.iso_number, r.weld_number`,
+    where.values,
+    out,
+  );
+}
+
+/**
+ * Writes the rows of `select` (its $1, $2, ... are `values`, inlined as literals: COPY takes no
+ * parameters) to `out` as CSV with a header and a BOM, streamed by COPY: the welds export, and the
+ * reports (rest-adapter/reports.ts). Dates are written as ISO dates. Returns the row count.
+ */
+export async function copyCsvTo(
+  db: pg.ClientBase,
+  select: string,
+  values: unknown[],
+  out: Writable,
+): Promise<number> {
   await db.query(
     `select set_config('statement_timeout', '${LONG_STATEMENT_MS}ms', true), ` +
       `set_config('datestyle', 'ISO, YMD', true)`,
   );
-  const condition = where.sql ? `where ${inlineValues(where.sql, where.values)}` : '';
   const copy = db.query(
     withQueryTimeout(
-      copyTo(`copy (
-      select weld_hidden.spreadsheet_text(i.iso_number) as "isoNumber",
-             weld_hidden.spreadsheet_text(i.line_number) as "lineNumber",
-             weld_hidden.spreadsheet_text(r.weld_number) as "weldNumber",
-             r.type, trim_scale(r.size) as size, r.schedule,
-             trim_scale(r.wall_thickness) as "wallThickness",
-             weld_hidden.spreadsheet_text(r.material) as material,
-             weld_hidden.spreadsheet_text(wr.stamp) as "welderStamp",
-             weld_hidden.spreadsheet_text(p.wps_number) as "wpsNumber",
-             weld_hidden.spreadsheet_text(p.revision) as "wpsRevision",
-             r.welded_on as "weldedOn", r.base_metal_1_p_number as "baseMetal1PNumber",
-             r.base_metal_2_p_number as "baseMetal2PNumber",
-             r.status, r.repair_cycle as "repairCycle", r.version
-        from weld_public.welds r
-        join weld_public.isos i on i.tenant_id = r.tenant_id and i.id = r.iso_id
-        left join weld_public.welders wr on wr.tenant_id = r.tenant_id and wr.id = r.welder_id
-        left join weld_public.wps p on p.tenant_id = r.tenant_id and p.id = r.wps_id
-        ${condition}
-       order by i.iso_number, r.weld_number
-    ) to stdout with (format csv, header)`),
+      copyTo(`copy (${inlineValues(select, values)}) to stdout with (format csv, header)`),
       LONG_STATEMENT_MS, // a slow reader may hold it long
     ),
   );

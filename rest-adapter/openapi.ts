@@ -64,6 +64,11 @@ const OTHER_TAGS: Record<string, { name: string; description: string }> = {
   events: { name: 'Events', description: 'The change feed, as pages or Server-Sent Events' },
   webhooks: { name: 'Webhooks', description: 'Endpoints that receive the events, signed' },
   imports: { name: 'Imports', description: 'The weld register (CSV) in; GET /welds as CSV out' },
+  reports: {
+    name: 'Reports',
+    description:
+      'Answers to QC questions (repair rate per welder, progress per ISO and week), as pages or CSV; the same rows as the weld_reports views in SQL and GraphQL',
+  },
   graphql: { name: 'GraphQL', description: 'The same data for analysts' },
 };
 const capitalized = (text: string) => text[0]!.toUpperCase() + text.slice(1);

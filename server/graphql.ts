@@ -146,7 +146,7 @@ export function graphqlPreset(
     pgServices: [
       makePgService({
         pool,
-        schemas: ['weld_public'],
+        schemas: ['weld_public', 'weld_reports'],
         // The same settings withContext() makes for REST: role and claims, transaction-local
         // (PostGraphile applies them with set_config(name, value, true) after `begin`, or a
         // savepoint of the request's transaction: graphql-request.ts, which also lowers the

@@ -11,6 +11,7 @@ import { importRoutes, type ImportOptions } from '../rest-adapter/imports.ts';
 import { isoProgressRoutes } from '../rest-adapter/isos.ts';
 import { openapiRoutes } from '../rest-adapter/openapi.ts';
 import { resourceRoutes } from '../rest-adapter/resource.ts';
+import { reportRoutes } from '../rest-adapter/reports.ts';
 import { RESOURCES } from '../rest-adapter/resources.ts';
 import { webhookRoutes, type WebhookOptions } from '../rest-adapter/webhooks.ts';
 import { weldLifecycleRoutes } from '../rest-adapter/welds.ts';
@@ -51,6 +52,7 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       ...webhookRoutes(deps.pool, deps.webhooks),
       ...importRoutes(deps.pool, deps.imports),
       ...isoProgressRoutes(deps.pool),
+      ...reportRoutes(deps.pool),
       ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool)),
     ].map((route): Route => ({ ...route, data: true })),
     ...graphqlRoutes(deps.graphql),

@@ -1,0 +1,267 @@
+// The reports (F17): GET /reports/<name>, one per view of the weld_reports schema, which is also
+// what GraphQL (weldReports...) and the reporting logins read, so the three give the same numbers.
+// Each answers keyset pages of its rows in the view's key order (JSON), or every row it selects
+// as one CSV file (Accept: text/csv or ?format=csv). What each row means is written once, in the
+// view's SQL comments (migrations/fixtures/views/weld_reports.*.sql); the fields below say it
+// again in a sentence each for the API document.
+import type { Request, Response } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { prepared, withContext } from '../db/database.ts';
+import { copyCsvTo } from '../db/weld-register.ts';
+import { badParameter, common, content, json, page, queryParameters } from './http/operation.ts';
+import { problems } from './http/problem.ts';
+import { queryOf, type Route } from './http/route.ts';
+import { callerContext } from './http/session.ts';
+import { limitParam, pageOf, sendJsonPage, whereOf, type Filters } from './pagination.ts';
+
+interface Report {
+  /** The path's last segment and the view's name (welder-performance: welder_performance). */
+  name: string;
+  schema: string;
+  summary: string;
+  description: string;
+  /** The row, camelCase; each member is the view's snake_case column. */
+  row: z.ZodObject;
+  /** The members the rows are ordered and paged by (a unique key of the view), with SQL types. */
+  key: Array<[member: string, sqlType: string]>;
+  /** Query filters: each member's zod type and its condition over the view `r` (? its value). */
+  filters: Record<string, { type: z.ZodType; sql: string }>;
+}
+
+const snake = (member: string) => member.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const date = z.iso.date({ error: 'must be a date (2026-03-01)' });
+const count = (what: string) => z.number().int().describe(what);
+const percent = (what: string) => z.number().nullable().describe(what);
+
+const REPORTS: Report[] = [
+  {
+    name: 'welder-performance',
+    schema: 'WelderPerformanceRow',
+    summary: 'Repair rate per welder and month, against the tenant threshold',
+    description:
+      'Per welder and month welded: welds made, examined by RT or UT, rejected by any of those examinations (however repaired since), and the repair rate by joint and by length against the tenant\u2019s threshold (tenant settings, 5 % by default). VOIDED welds are left out. Exact at every commit (kept by triggers).',
+    row: z.object({
+      welderId: z.uuid(),
+      welderStamp: z.string(),
+      welderName: z.string(),
+      month: date.describe('the first day of the month welded'),
+      weldsMade: count('welds welded that month, VOIDED ones left out'),
+      weldsExamined: count('welds covered by at least one RT or UT record'),
+      weldsRejected: count('welds an RT or UT record rejected (its result, else its film\u2019s)'),
+      repairRatePercent: percent('weldsRejected / weldsExamined x 100; null when none examined'),
+      lengthExaminedIn: z.number().describe('circumferences (pi x outside diameter, in.) examined'),
+      lengthRejectedIn: z.number().describe('circumferences rejected'),
+      repairRateByLengthPercent: percent('lengthRejectedIn / lengthExaminedIn x 100'),
+      lengthUnknown: count('welds examined whose size is no standard NPS: left out of the lengths'),
+      thresholdPercent: z.number().describe('the tenant\u2019s repair rate threshold'),
+      overThreshold: z.boolean().describe('repairRatePercent is over thresholdPercent'),
+    }),
+    key: [
+      ['month', 'date'],
+      ['welderStamp', 'text'],
+    ],
+    filters: {
+      month: {
+        type: date.describe('one month: its first day (or any day of it)'),
+        sql: "r.month = date_trunc('month', ?::date::timestamp)::date",
+      },
+      monthFrom: {
+        type: date.describe('months from this one on'),
+        sql: "r.month >= date_trunc('month', ?::date::timestamp)::date",
+      },
+      monthTo: {
+        type: date.describe('months up to this one'),
+        sql: "r.month <= date_trunc('month', ?::date::timestamp)::date",
+      },
+      welderStamp: { type: z.string().max(100), sql: 'r.welder_stamp = ?' },
+      overThreshold: { type: z.enum(['true', 'false']), sql: 'r.over_threshold = ?::boolean' },
+    },
+  },
+  {
+    name: 'weld-progress',
+    schema: 'WeldProgressRow',
+    summary: 'Welds made and accepted per ISO and week (S-curve data)',
+    description:
+      'Per ISO and week (weeks start on Monday): the welds welded that week and the welds that became ACCEPTED that week (their last move to ACCEPTED; a weld that came in accepted, the week it was created), with the ISO\u2019s line and area. Summed over the weeks, accepted is the ISO\u2019s accepted count now. VOIDED welds are left out. Exact at every commit.',
+    row: z.object({
+      area: z.string().nullable(),
+      lineNumber: z.string().nullable(),
+      isoId: z.uuid(),
+      isoNumber: z.string(),
+      week: date.describe('the Monday of the week'),
+      welded: count('welds welded that week'),
+      accepted: count('welds that became ACCEPTED that week'),
+    }),
+    key: [
+      ['isoNumber', 'text'],
+      ['week', 'date'],
+    ],
+    filters: {
+      area: { type: z.string().max(100), sql: 'r.area = ?' },
+      lineNumber: { type: z.string().max(100), sql: 'r.line_number = ?' },
+      isoNumber: { type: z.string().max(100), sql: 'r.iso_number = ?' },
+      weekFrom: {
+        type: date.describe('weeks from the one of this day on'),
+        sql: 'r.week > ?::date - 7',
+      },
+      weekTo: { type: date.describe('weeks up to this day'), sql: 'r.week <= ?::date' },
+    },
+  },
+];
+
+const CursorOf = (report: Report) =>
+  z
+    .string()
+    .max(1200)
+    .regex(/^[A-Za-z0-9_-]+$/, 'not a cursor this service issued')
+    .transform((cursor, ctx) => {
+      try {
+        const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+        if (
+          Array.isArray(key) &&
+          key.length === report.key.length &&
+          key.every((v) => typeof v === 'string')
+        )
+          return key;
+      } catch {
+        // (answered below)
+      }
+      ctx.addIssue({ code: 'custom', message: 'not a cursor this service issued' });
+      return z.NEVER;
+    })
+    .describe('nextCursor of the previous page');
+
+function queryOfReport(report: Report) {
+  return z.strictObject({
+    limit: limitParam,
+    cursor: CursorOf(report).optional(),
+    format: z
+      .enum(['json', 'csv'])
+      .optional()
+      .describe('csv: every row the filters select, as one CSV file (as Accept: text/csv asks)'),
+    ...Object.fromEntries(
+      Object.entries(report.filters).map(([name, f]) => [name, f.type.optional()]),
+    ),
+  });
+}
+
+export function reportRoutes(pool: pg.Pool): Route[] {
+  return REPORTS.map((report) => {
+    const Query = queryOfReport(report);
+    const view = `weld_reports.${snake(report.name.replaceAll('-', '_'))}`;
+    const members = Object.keys(report.row.shape);
+    const columns = members.map((m) => `r.${snake(m)} as "${m}"`).join(', ');
+    const keySql = report.key.map(([m]) => `r.${snake(m)}`);
+    return {
+      method: 'GET',
+      path: `/reports/${report.name}`,
+      doc: {
+        summary: report.summary,
+        description: `${report.description} The same rows are the view ${view} (SQL) and its GraphQL connection.`,
+        parameters: queryParameters(Query),
+        responses: {
+          '200': {
+            ...page,
+            ...content(`${report.schema}Page`),
+            content: {
+              ...content(`${report.schema}Page`).content,
+              'text/csv': { schema: { type: 'string' } },
+            },
+          },
+          '422': badParameter,
+          ...common,
+        },
+        schemas: { [`${report.schema}Page`]: json(pageOf(report.row)) },
+      },
+      handler: async (req: Request, res: Response) => {
+        const query = queryOf(Query, req) as Record<string, unknown> & {
+          limit: number;
+          cursor?: string[];
+          format?: 'json' | 'csv';
+        };
+        const filters: Filters = Object.entries(report.filters).map(
+          ([name, f]) => query[name] !== undefined && ([f.sql, query[name]] as const),
+        );
+        if (wantsCsv(req, query.format)) {
+          if (query.cursor !== undefined || req.query.limit !== undefined) {
+            throw problems.validation(
+              ['limit', 'cursor']
+                .filter((p) => req.query[p] !== undefined)
+                .map((parameter) => ({
+                  parameter,
+                  detail: 'does not apply to a CSV file (no pages)',
+                })),
+            );
+          }
+          const where = whereOf(filters);
+          res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+          res.setHeader('Content-Disposition', `attachment; filename="${report.name}.csv"`);
+          res.setHeader('Cache-Control', 'private, no-cache');
+          await withContext(pool, callerContext(req), (db) =>
+            copyCsvTo(
+              db,
+              `select ${csvColumns(members)} from ${view} r
+                ${where.sql ? `where ${where.sql}` : ''} order by ${keySql.join(', ')}`,
+              where.values,
+              res,
+            ),
+          );
+          res.end();
+          return;
+        }
+        const after =
+          query.cursor &&
+          ([
+            `(${keySql.join(', ')}) > (${report.key.map(([, type]) => `?::${type}`).join(', ')})`,
+            query.cursor,
+          ] as const);
+        const where = whereOf(filters);
+        const values = [...where.values];
+        let sql = where.sql;
+        if (after) {
+          // (whereOf takes one value per condition; the key takes one per member.)
+          const placeholders = after[1].map((value) => {
+            values.push(value);
+            return `$${values.length}`;
+          });
+          let i = 0;
+          const condition = after[0].replace(/\?/g, () => placeholders[i++]!);
+          sql = sql ? `${sql} and ${condition}` : condition;
+        }
+        values.push(query.limit + 1);
+        const rows = await withContext(pool, callerContext(req), async (db) => {
+          const result = await db.query<{ json: string; key: string[] }>(
+            prepared(
+              `select row_to_json(x)::text as json, array[${keySql.map((k) => `${k}::text`).join(', ')}] as key
+                 from ${view} r, lateral (select ${columns}) x
+                ${sql ? `where ${sql}` : ''}
+                order by ${keySql.join(', ')} limit $${values.length}`,
+              values,
+            ),
+          );
+          return result.rows;
+        });
+        sendJsonPage(req, res, rows, query.limit, (row) =>
+          Buffer.from(JSON.stringify(row.key)).toString('base64url'),
+        );
+      },
+    };
+  });
+}
+
+/** The CSV's columns: text a spreadsheet would run as a formula gets a leading apostrophe. */
+function csvColumns(members: string[]): string {
+  return members
+    .map((m) => {
+      const column = `r.${snake(m)}`;
+      return `case when pg_typeof(${column}) = 'text'::regtype then weld_hidden.spreadsheet_text(${column}::text) else ${column}::text end as "${m}"`;
+    })
+    .join(', ');
+}
+
+/** ?format=csv, or no format and an Accept that prefers text/csv to JSON. */
+function wantsCsv(req: Request, format: unknown): boolean {
+  if (format !== undefined) return format === 'csv';
+  return req.accepts(['application/json', 'text/csv']) === 'text/csv';
+}

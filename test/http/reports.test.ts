@@ -1,0 +1,203 @@
+// GET /reports/<name> (F17): the report views over HTTP, as pages and as CSV, with the same
+// numbers the view gives in SQL; filters, cursors, refusals, and another tenant's data unseen.
+import test from 'ava';
+import { createPool, withContext } from '../../db/database.ts';
+import { seedTenant } from '../../db/seed/index.ts';
+import { addTenant } from '../../db/tenants.ts';
+import { addRoleUsers, login } from '../helpers/auth.ts';
+import { migratedDatabase } from '../helpers/database.ts';
+import { ownerClient } from '../helpers/fixtures.ts';
+import { request } from '../helpers/http.ts';
+import { startServer } from '../helpers/server.ts';
+
+interface Row {
+  welderStamp: string;
+  month: string;
+  weldsMade: number;
+  weldsExamined: number;
+  weldsRejected: number;
+  repairRatePercent: number | null;
+  overThreshold: boolean;
+}
+interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+test('welder performance and weld progress: pages, filters and CSV give the numbers of the view', async (t) => {
+  t.timeout(120_000);
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const tenantIds: Record<string, string> = {};
+  for (const slug of ['rep', 'other']) {
+    tenantIds[slug] = (await addTenant(owner, { slug, origins: [`http://${slug}.test`] })).id;
+  }
+  await seedTenant(owner, 'rep', { isos: 12, weldsPerIso: 40, seed: 7 });
+  await seedTenant(owner, 'other', { isos: 3, weldsPerIso: 10, seed: 8 });
+  await addRoleUsers(owner, 'rep');
+  await addRoleUsers(owner, 'other');
+  const { port } = await startServer(t, target);
+  const session = async (slug: string) => {
+    const token = (await login(port, `${slug}.test`, 'viewer')).json.accessToken as string;
+    return (path: string, headers: Record<string, string> = {}) =>
+      request(port, {
+        path,
+        host: `${slug}.test`,
+        headers: { authorization: `Bearer ${token}`, ...headers },
+      });
+  };
+  const get = await session('rep');
+
+  // The view, read in SQL as the tenant, is what every answer below must equal.
+  const pool = createPool(target.authenticatorUrl, { max: 1 });
+  t.teardown(() => pool.end());
+  const sql = await withContext(
+    pool,
+    { role: 'weld_viewer', tenantId: tenantIds.rep!, userId: null },
+    async (c) =>
+      (
+        await c.query<Row>(
+          `select welder_stamp as "welderStamp", month::text, welds_made as "weldsMade",
+                  welds_examined as "weldsExamined", welds_rejected as "weldsRejected",
+                  repair_rate_percent as "repairRatePercent", over_threshold as "overThreshold"
+             from weld_reports.welder_performance order by month, welder_stamp`,
+        )
+      ).rows,
+  );
+  t.true(sql.length >= 10, `${sql.length} welder-months`);
+  t.true(
+    sql.some((r) => r.weldsRejected > 0),
+    'the seed rejects some welds',
+  );
+
+  // One page of everything, and the same rows walked five at a time by the cursor.
+  const all = await get('/reports/welder-performance?limit=500');
+  t.is(all.status, 200, all.text);
+  const items = (all.json as Page<Row>).items;
+  t.is((all.json as Page<Row>).nextCursor, null);
+  const pick = (r: Row) => ({
+    welderStamp: r.welderStamp,
+    month: r.month,
+    weldsMade: r.weldsMade,
+    weldsExamined: r.weldsExamined,
+    weldsRejected: r.weldsRejected,
+    repairRatePercent: r.repairRatePercent,
+    overThreshold: r.overThreshold,
+  });
+  t.deepEqual(items.map(pick), sql);
+  const walked: Row[] = [];
+  let path: string | null = '/reports/welder-performance?limit=5';
+  while (path) {
+    const answer = await get(path);
+    t.is(answer.status, 200);
+    const body = answer.json as Page<Row>;
+    walked.push(...body.items);
+    path = body.nextCursor ? `/reports/welder-performance?limit=5&cursor=${body.nextCursor}` : null;
+    if (body.nextCursor) t.regex(String(answer.headers.link), /rel="next"/);
+  }
+  t.deepEqual(walked, items);
+
+  // Filters: one month; only the welders over the threshold.
+  const month = sql[0]!.month;
+  const ofMonth = (await get(`/reports/welder-performance?month=${month}`)).json as Page<Row>;
+  t.deepEqual(
+    ofMonth.items.map(pick),
+    sql.filter((r) => r.month === month),
+  );
+  const flagged = (await get('/reports/welder-performance?overThreshold=true&limit=500'))
+    .json as Page<Row>;
+  t.deepEqual(
+    flagged.items.map(pick),
+    sql.filter((r) => r.overThreshold),
+  );
+
+  // CSV: a BOM, a header of the JSON members, one line per row, the same numbers.
+  const csv = await get('/reports/welder-performance', { accept: 'text/csv' });
+  t.is(csv.status, 200);
+  t.regex(csv.headers['content-type']!, /^text\/csv/);
+  t.regex(csv.headers['content-disposition']!, /welder-performance\.csv/);
+  const lines = csv.text
+    .replace(/^\uFEFF/, '')
+    .trimEnd()
+    .split('\n');
+  const header = lines[0]!.split(',');
+  t.deepEqual(header.slice(0, 5), ['welderId', 'welderStamp', 'welderName', 'month', 'weldsMade']);
+  t.is(lines.length, sql.length + 1);
+  const first = Object.fromEntries(header.map((name, i) => [name, lines[1]!.split(',')[i]]));
+  t.is(first.welderStamp, sql[0]!.welderStamp);
+  t.is(first.month, sql[0]!.month);
+  t.is(Number(first.weldsRejected), sql[0]!.weldsRejected);
+  t.is(first.overThreshold, String(sql[0]!.overThreshold));
+
+  // GraphQL: the same view, the same numbers (what an analyst asks in GraphiQL).
+  const token = (await login(port, 'rep.test', 'viewer')).json.accessToken as string;
+  const graphql = await request(port, {
+    method: 'POST',
+    path: '/graphql',
+    host: 'rep.test',
+    headers: { authorization: `Bearer ${token}` },
+    body: {
+      query: `{ allWeldReportsWelderPerformances(first: 500, orderBy: [MONTH_ASC, WELDER_STAMP_ASC]) {
+                  totalCount
+                  nodes { welderStamp month weldsMade weldsExamined weldsRejected
+                          repairRatePercent overThreshold } } }`,
+    },
+  });
+  t.is(graphql.status, 200, graphql.text);
+  const connection = (
+    graphql.json as {
+      data: { allWeldReportsWelderPerformances: { totalCount: number; nodes: Row[] } };
+    }
+  ).data.allWeldReportsWelderPerformances;
+  t.is(connection.totalCount, sql.length);
+  t.deepEqual(connection.nodes, sql);
+
+  // Weld progress: summed over its weeks, an ISO's accepted welds are its accepted count now.
+  const progress = (await get('/reports/weld-progress?limit=500')).json as Page<{
+    isoId: string;
+    accepted: number;
+    welded: number;
+  }>;
+  const accepted = new Map<string, number>();
+  for (const row of progress.items)
+    accepted.set(row.isoId, (accepted.get(row.isoId) ?? 0) + row.accepted);
+  const counts = await owner.query<{ iso_id: string; accepted: number }>(
+    `select iso_id, accepted from weld_public.iso_weld_counts where tenant_id = $1 and accepted > 0`,
+    [tenantIds.rep!],
+  );
+  t.true(counts.rows.length > 0);
+  for (const row of counts.rows) t.is(accepted.get(row.iso_id), row.accepted, row.iso_id);
+
+  // Refusals: a cursor not issued, pages asked of a CSV, a bad date, an unknown filter.
+  for (const bad of [
+    '/reports/welder-performance?cursor=bm90LWEta2V5',
+    '/reports/welder-performance?format=csv&limit=5',
+    '/reports/welder-performance?month=March',
+    '/reports/welder-performance?welder=W01',
+  ]) {
+    const answer = await get(bad);
+    t.is(answer.status, 422, bad);
+    t.regex(answer.headers['content-type']!, /problem\+json/);
+  }
+  // Without a token: 401. Another tenant's viewer sees its own welders only.
+  t.is(
+    (await request(port, { path: '/reports/welder-performance', host: 'rep.test' })).status,
+    401,
+  );
+  const theirs = (await (await session('other'))('/reports/welder-performance?limit=500'))
+    .json as Page<Row>;
+  const made = async (tenantId: string) =>
+    (
+      await owner.query<{ n: number }>(
+        `select count(*)::int as n from weld_public.welds
+          where tenant_id = $1 and status <> 'VOIDED' and welder_id is not null
+            and welded_on is not null`,
+        [tenantId],
+      )
+    ).rows[0]!.n;
+  const sum = (rows: Row[]) => rows.reduce((total, r) => total + r.weldsMade, 0);
+  t.is(sum(items), await made(tenantIds.rep!));
+  t.is(sum(theirs.items), await made(tenantIds.other!));
+  t.not(sum(theirs.items), sum(items));
+});
