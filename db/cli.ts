@@ -27,6 +27,15 @@ import {
   type DatabaseTarget,
   type SessionContext,
 } from './database.ts';
+import {
+  addReportingLogin,
+  listReportingLogins,
+  LOGIN_NAME,
+  removeReportingLogin,
+  ReportingError,
+  reportingUrl,
+  TIMEOUT_SECONDS,
+} from './reporting.ts';
 import { addSigningKey } from './signing-keys.ts';
 import { seedTenant, SeedError } from './seed/index.ts';
 import {
@@ -143,6 +152,71 @@ const commands: Record<string, Command<unknown>> = {
     run: async (db, { slug, origin }) => {
       console.log(`${slug} is no longer served from ${await removeOrigin(db, slug, origin)}`);
     },
+  }),
+
+  'reporting add': command({
+    usage: `reporting add <tenant-slug> <name> [--timeout-seconds N]   (prints its connection string)`,
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug', 'name'], {
+        'timeout-seconds': { type: 'string', default: String(TIMEOUT_SECONDS.default) },
+      });
+      return {
+        tenant: positionals[0]!,
+        name: loginName(positionals[1]!),
+        timeoutSeconds: wholeNumber(
+          'timeout-seconds',
+          values['timeout-seconds'],
+          TIMEOUT_SECONDS.max,
+        ),
+      };
+    },
+    run: async (_db, input, target) =>
+      asRoot(target, async (root) =>
+        console.log(await addReportingLogin(root, target.ownerUrl, input)),
+      ),
+  }),
+
+  'reporting url': command({
+    usage: 'reporting url <tenant-slug> <name>   (a new password: the one before stops working)',
+    parse: (args) => {
+      const [tenant, name] = argv(args, ['tenant-slug', 'name'], {}).positionals;
+      return { tenant: tenant!, name: loginName(name!) };
+    },
+    run: async (_db, { tenant, name }, target) =>
+      asRoot(target, async (root) =>
+        console.log(await reportingUrl(root, target.ownerUrl, tenant, name)),
+      ),
+  }),
+
+  'reporting remove': command({
+    usage: 'reporting remove <tenant-slug> <name>',
+    parse: (args) => {
+      const [tenant, name] = argv(args, ['tenant-slug', 'name'], {}).positionals;
+      return { tenant: tenant!, name: loginName(name!) };
+    },
+    run: async (_db, { tenant, name }, target) =>
+      asRoot(target, async (root) => {
+        await removeReportingLogin(root, tenant, name);
+        console.log(`removed the reporting login ${name} of ${tenant}; its sessions were ended`);
+      }),
+  }),
+
+  'reporting list': command({
+    usage: 'reporting list',
+    parse: (args) => argv(args, [], {}),
+    run: async (_db, _input, target) =>
+      asRoot(target, async (root) =>
+        printTable(
+          ['tenant', 'name', 'role', 'timeout', 'created'],
+          (await listReportingLogins(root)).map((l) => [
+            l.tenant,
+            l.name,
+            l.roleName,
+            `${l.statementTimeoutSeconds} s`,
+            l.createdAt.toISOString(),
+          ]),
+        ),
+      ),
   }),
 
   seed: command({
@@ -427,6 +501,31 @@ const USAGE = ['usage:', ...Object.values(commands).map((c) => `  weld-admin ${c
 );
 
 class ImportRefused extends Error {}
+
+function loginName(value: string): string {
+  if (!LOGIN_NAME.test(value)) {
+    throw new UsageError('<name> must be 1 to 40 lower-case letters, digits and -, a letter first');
+  }
+  return value;
+}
+
+/**
+ * A reporting login is a PostgreSQL role, which only a role that may create roles can make: the
+ * root connection (DATABASE_URL, or the embedded cluster's), not the owner.
+ */
+async function asRoot(target: DatabaseTarget, work: (root: pg.Client) => Promise<void>) {
+  if (!target.rootUrl) {
+    throw new ReportingError(
+      'reporting logins are PostgreSQL roles: run this with DATABASE_URL (a role that may create roles) or the embedded database',
+    );
+  }
+  const root = await connectClient(target.rootUrl);
+  try {
+    await work(root);
+  } finally {
+    await root.end();
+  }
+}
 class CitusPlanRefused extends Error {}
 
 async function tenantIdOf(db: pg.Client, slug: string): Promise<string> {
@@ -544,6 +643,7 @@ async function main(args: string[]): Promise<number> {
       ConfigError,
       ImportRefused,
       CitusPlanRefused,
+      ReportingError,
     ].some((kind) => error instanceof kind);
     console.error(`weld-admin: ${known ? '' : 'failed: '}${(error as Error).message}`);
     return 1;

@@ -54,10 +54,27 @@ begin
     grant weld_rules to weld_owner;
   end if;
   -- What the reporting logins (`weld-admin reporting add`) share: SELECT on the report views
-  -- (weld_reports) and nothing else. Each login is its own role in this one, its tenant fixed
-  -- by its name (weld_hidden.current_tenant_id).
+  -- (weld_reports) and the tables analysts join them with, and nothing else. Each login is a
+  -- LOGIN role in this one, its tenant fixed by the login (weld_private.reporting_logins, read
+  -- by weld_hidden.current_tenant_id).
   if not exists (select from pg_catalog.pg_roles where rolname = 'weld_reporting') then
     create role weld_reporting nologin noinherit nobypassrls;
+  end if;
+  -- Owns the one function that enforces the reporting logins' statement limit
+  -- (weld_hidden.reap_reporting_sessions): it may see every session's state and cancel a
+  -- non-superuser's statement. INHERIT, so its SECURITY DEFINER function has those rights.
+  if not exists (select from pg_catalog.pg_roles where rolname = 'weld_reaper') then
+    create role weld_reaper nologin inherit nobypassrls;
+  end if;
+  if not pg_catalog.pg_has_role('weld_reaper', 'pg_signal_backend', 'member') then
+    grant pg_signal_backend to weld_reaper;
+  end if;
+  if not pg_catalog.pg_has_role('weld_reaper', 'pg_read_all_stats', 'member') then
+    grant pg_read_all_stats to weld_reaper;
+  end if;
+  -- The owner creates that function as weld_reaper (`set role weld_reaper` in a migration).
+  if not pg_catalog.pg_has_role('weld_owner', 'weld_reaper', 'member') then
+    grant weld_reaper to weld_owner;
   end if;
 end
 $$;

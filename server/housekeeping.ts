@@ -5,10 +5,14 @@
 // weld_hidden.purge_idempotency_keys, 000008; weld_hidden.purge_events, 000010); this only calls them,
 // at start and then every PURGE_EVERY_MS, from every instance (the deletes are idempotent, so two
 // instances purging at once do no harm).
+//
+// And every REAP_EVERY_MS, the reporting logins' limits (weld_hidden.reap_reporting_sessions): a BI
+// tool's statement over its login's limit is cancelled, whatever statement_timeout the session set.
 import type pg from 'pg';
 import type { Logger } from '../rest-adapter/http/log.ts';
 
 export const PURGE_EVERY_MS = 15 * 60_000;
+export const REAP_EVERY_MS = 1_000;
 
 export interface Housekeeping {
   /** Runs one purge now; resolves with what it deleted (deleted_sessions, ...). */
@@ -19,9 +23,10 @@ export interface Housekeeping {
 export function startHousekeeping(
   pool: pg.Pool,
   logger: Logger,
-  options: { eventRetentionDays: number; everyMs?: number },
+  options: { eventRetentionDays: number; everyMs?: number; reapEveryMs?: number },
 ): Housekeeping {
   const everyMs = options.everyMs ?? PURGE_EVERY_MS;
+  const reapEveryMs = options.reapEveryMs ?? REAP_EVERY_MS;
   const purgeNow = async () => {
     // One row: the counts of purge_auth_bookkeeping, deleted_idempotency_keys, and the counts of
     // purge_events.
@@ -40,15 +45,36 @@ export function startHousekeeping(
       (error: unknown) => logger.warn({ err: error }, 'purging expired bookkeeping failed'),
     );
   };
+  let reaping = false;
+  const reap = () => {
+    if (reaping) return; // (a slow round is not overtaken by the next)
+    reaping = true;
+    pool
+      .query<{ cancelled: number; ended: number }>(
+        'select * from weld_hidden.reap_reporting_sessions()',
+      )
+      .then(
+        ({ rows }) => {
+          if (rows[0]!.cancelled || rows[0]!.ended) {
+            logger.info(rows[0], 'reporting sessions over their limits stopped');
+          }
+        },
+        (error: unknown) => logger.warn({ err: error }, 'stopping reporting sessions failed'),
+      )
+      .finally(() => (reaping = false));
+  };
   const first = setTimeout(run, 1_000);
   const timer = setInterval(run, everyMs);
+  const reaper = setInterval(reap, reapEveryMs);
   first.unref();
   timer.unref();
+  reaper.unref();
   return {
     purgeNow,
     stop: () => {
       clearTimeout(first);
       clearInterval(timer);
+      clearInterval(reaper);
     },
   };
 }

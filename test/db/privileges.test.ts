@@ -257,7 +257,11 @@ test('catalog: each function is executable by exactly the roles that call it', a
       owner,
       'weld_viewer',
     ),
-    'weld_hidden.current_tenant_id()': server(requests),
+    'weld_hidden.current_tenant_id()': roles(server(requests), 'weld_reporting'),
+    // A reporting login's tenant (F17): whoever may call current_tenant_id may call it.
+    'weld_hidden.reporting_tenant_id()': roles(server(requests), 'weld_reporting'),
+    // The reporting logins' limits, enforced by the server's housekeeping.
+    'weld_hidden.reap_reporting_sessions()': roles('weld_reaper', 'weld_authenticator'),
     'weld_hidden.current_user_id()': requests,
     'weld_hidden.login_begin(user_name citext, address text)': server(rules),
     'weld_hidden.login_succeed(user_id uuid, address text, session_id uuid, refresh_hash bytea, refresh_ttl interval)':
@@ -296,6 +300,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_welds__iso_weld_counts()': owner,
     // The report rollups (F17): written by the triggers alone.
     'weld_private.tg__report_facts()': owner,
+    'weld_private.tg_report_facts_queue__refresh()': owner,
     'weld_private.refresh_report_facts(tenant uuid, weld_ids uuid[])': owner,
     'weld_private.report_facts_of(tenant uuid, weld_ids uuid[])': owner,
     'weld_private.tg_welds__iso_weld_counts_move()': owner,

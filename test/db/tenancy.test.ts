@@ -26,8 +26,8 @@ async function twoTenants(t: ExecutionContext) {
  * What the catalog says is wrong with tenancy: a table in the service schemas without row
  * security enabled and forced, or whose first column, primary key, foreign keys, unique
  * constraints or indexes do not lead with tenant_id. The tenants table is the tenant (its id is
- * the tenant id); tenant_origins_origin_key is the one deliberate global key (an origin routes to
- * one tenant).
+ * the tenant id); tenant_origins_origin_key (an origin routes to one tenant) and
+ * reporting_logins_role_name_key (a role is the cluster's) are the deliberate global keys.
  */
 async function tenancyProblems(rootUrl: string): Promise<string[]> {
   const rows = await superuserQuery<{ problem: string }>(
@@ -50,13 +50,14 @@ async function tenancyProblems(rootUrl: string): Promise<string[]> {
        from owned t join pg_constraint con on con.conrelid = t.oid
       where con.contype in ('p', 'u', 'f', 'x')
         and (select attname from pg_attribute where attrelid = t.oid and attnum = con.conkey[1]) <> 'tenant_id'
-        and con.conname <> 'tenant_origins_origin_key'
+        and con.conname not in ('tenant_origins_origin_key', 'reporting_logins_role_name_key')
      union all
      select t.name || ': index ' || i.indexrelid::regclass || ' does not lead with tenant_id'
        from owned t join pg_index i on i.indrelid = t.oid
       where (select attname from pg_attribute where attrelid = t.oid and attnum = i.indkey[0])
             is distinct from 'tenant_id'
-        and i.indexrelid <> 'weld_private.tenant_origins_origin_key'::regclass
+        and i.indexrelid not in ('weld_private.tenant_origins_origin_key'::regclass,
+                                 'weld_private.reporting_logins_role_name_key'::regclass)
      union all
      select t.name || ': no primary key' from owned t
       where not exists (select from pg_constraint where conrelid = t.oid and contype = 'p')`,
