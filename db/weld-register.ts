@@ -433,22 +433,25 @@ export async function exportWelds(
 /**
  * Writes the rows of `select` (its $1, $2, ... are `values`, inlined as literals: COPY takes no
  * parameters) to `out` as CSV with a header and a BOM, streamed by COPY: the welds export, and the
- * reports (rest-adapter/reports.ts). Dates are written as ISO dates. Returns the row count.
+ * reports (rest-adapter/reports.ts). Dates are written as ISO dates. The statement, a slow reader
+ * included, may take `statementTimeoutMs` (the export's 10 minutes by default). Returns the row
+ * count.
  */
 export async function copyCsvTo(
   db: pg.ClientBase,
   select: string,
   values: unknown[],
   out: Writable,
+  statementTimeoutMs = LONG_STATEMENT_MS,
 ): Promise<number> {
   await db.query(
-    `select set_config('statement_timeout', '${LONG_STATEMENT_MS}ms', true), ` +
+    `select set_config('statement_timeout', '${statementTimeoutMs}ms', true), ` +
       `set_config('datestyle', 'ISO, YMD', true)`,
   );
   const copy = db.query(
     withQueryTimeout(
       copyTo(`copy (${inlineValues(select, values)}) to stdout with (format csv, header)`),
-      LONG_STATEMENT_MS, // a slow reader may hold it long
+      statementTimeoutMs, // a slow reader may hold it long
     ),
   );
   // A BOM first: without it, Excel reads the file in the computer's legacy code page.
@@ -470,7 +473,8 @@ function inlineValues(sql: string, values: unknown[]): string {
 }
 
 function literal(value: unknown): string {
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  // (In parentheses: a negative number after a minus would start a comment, `x --1`.)
+  if (typeof value === 'number' && Number.isFinite(value)) return `(${String(value)})`;
   if (typeof value === 'string') return pg.escapeLiteral(value);
   if (Array.isArray(value) && value.every((item) => typeof item === 'string')) {
     const items = value.map((item) => `"${item.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`);

@@ -27,7 +27,15 @@ interface Report {
   key: Array<[member: string, sqlType: string]>;
   /** Query filters: each member's zod type and its condition over the view `r` (? its value). */
   filters: Record<string, { type: z.ZodType; sql: string }>;
+  /** Members whose column is not their snake_case name. */
+  columns?: Record<string, string>;
 }
+
+/**
+ * How long a report's CSV may take, a slow reader included: the reports' rollups answer in tens of
+ * milliseconds, so not the register export's 10 minutes (a client could hold connections with it).
+ */
+const REPORT_FILE_MS = 30_000;
 
 const snake = (member: string) => member.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const date = z.iso.date({ error: 'must be a date (2026-03-01)' });
@@ -108,6 +116,123 @@ const REPORTS: Report[] = [
       weekTo: { type: date.describe('weeks up to this day'), sql: 'r.week <= ?::date' },
     },
   },
+  {
+    name: 'examination-progress',
+    schema: 'ExaminationProgressRow',
+    summary: 'Random examination per designated lot and method (B31.3 341.4.1)',
+    description:
+      'Per designated lot and NDT method: the welds that can be sampled, the welders, what the percent requires (each welder represented), drawn, examined, accepted, the shortfall, open progressive selections and the welders not yet represented: what an auditor checks against B31.3 341.4.1. Computed from the tables when read: on the largest tenants it takes long (see the docs).',
+    row: z.object({
+      method: z.string(),
+      lot: z.string().describe('the lot key: the line, or line and welder stamp'),
+      lotName: z.string(),
+      percent: z.number(),
+      candidates: count('welds of the lot that can be sampled for the method'),
+      welders: count('welders of those welds'),
+      required: count('ceil(percent x candidates / 100), each welder represented'),
+      drawn: count('selections of every tier'),
+      examined: count('drawn welds examined by a method that closes the selection'),
+      accepted: count('examined welds the latest such examination accepted'),
+      shortfall: count('selections still owed'),
+      progressiveOpen: count('progressive selections (B31.3 341.3.4) not yet examined'),
+      weldersNotCovered: z.array(z.string()).describe('stamps with no weld drawn'),
+    }),
+    key: [
+      ['method', 'text'],
+      ['lot', 'text'],
+    ],
+    filters: {
+      method: { type: z.enum(['RT', 'UT', 'MT', 'PT', 'VT']), sql: 'r.method = ?' },
+      lot: { type: z.string().max(210), sql: 'r.lot = ?' },
+      shortfallOnly: {
+        type: z.enum(['true', 'false']).describe('true: only the lots that still owe selections'),
+        sql: '(r.shortfall > 0) = ?::boolean',
+      },
+    },
+  },
+  {
+    name: 'test-package-board',
+    schema: 'TestPackageBoardRow',
+    summary: 'Every test package: state, readiness reasons counted, welds accepted of total',
+    description:
+      'Per test package: its state, ready or not, the count of each readiness reason (GET /test-packages/{id}/readiness lists them), its welds (VOIDED ones left out) and how many are ACCEPTED. Computed from the tables when read: on the largest tenants it takes long (see the docs).',
+    row: z.object({
+      testPackageId: z.uuid(),
+      packageNumber: z.string(),
+      testMedium: z.string(),
+      state: z.string(),
+      ready: z.boolean(),
+      reasons: count('reasons it is not ready'),
+      reasonsByCode: z.record(z.string(), z.number()).describe('those reasons counted by code'),
+      welds: count('its welds (its own and its ISOs\u2019), VOIDED ones left out'),
+      weldsAccepted: count('of those, ACCEPTED'),
+    }),
+    key: [['packageNumber', 'text']],
+    filters: {
+      state: { type: z.enum(['open', 'released', 'tested', 'closed']), sql: 'r.state = ?' },
+      ready: { type: z.enum(['true', 'false']), sql: 'r.ready = ?::boolean' },
+    },
+  },
+  {
+    name: 'examination-backlog',
+    schema: 'ExaminationBacklogRow',
+    summary: 'Selections drawn and not yet examined, per method and age',
+    description:
+      'Per NDT method: the selections drawn and not yet examined, the progressive ones (B31.3 341.3.4) among them, by age in days since drawn (UTC), and when the oldest was drawn.',
+    row: z.object({
+      method: z.string(),
+      open: count('selections not yet examined'),
+      progressive: count('of those, progressive tiers (1, 2, full)'),
+      days0To7: count('drawn 0 to 7 days ago'),
+      days8To30: count('8 to 30 days ago'),
+      days31To90: count('31 to 90 days ago'),
+      daysOver90: count('more than 90 days ago'),
+      oldestSelectedAt: z.iso.datetime({ offset: true }).nullable(),
+    }),
+    columns: {
+      days0To7: 'age_0_7_days',
+      days8To30: 'age_8_30_days',
+      days31To90: 'age_31_90_days',
+      daysOver90: 'age_over_90_days',
+      oldestSelectedAt: 'oldest_selected_at',
+    },
+    key: [['method', 'text']],
+    filters: {},
+  },
+  {
+    name: 'qualification-expiry',
+    schema: 'QualificationExpiryRow',
+    summary: 'Welder qualifications that stop within 90 days (expiry or continuity)',
+    description:
+      'The qualifications of active welders in force today that stop within 90 days, by their expiry date or by continuity (ASME IX QW-322.1(a): no recorded use of the process for the tenant\u2019s continuity months), whichever comes first; soonest first.',
+    row: z.object({
+      welderId: z.uuid(),
+      welderStamp: z.string(),
+      welderName: z.string(),
+      qualificationId: z.uuid(),
+      process: z.string(),
+      wpsId: z.uuid().nullable(),
+      lastUsedOn: date.nullable().describe('the last recorded use of the process'),
+      validUntil: date.describe('the last day it is in force for the process'),
+      cause: z.enum(['expiry', 'continuity']),
+      daysLeft: count('validUntil minus today'),
+      withinDays: z.union([z.literal(30), z.literal(60), z.literal(90)]),
+    }),
+    key: [
+      ['validUntil', 'date'],
+      ['welderStamp', 'text'],
+      ['qualificationId', 'uuid'],
+      ['process', 'text'],
+    ],
+    filters: {
+      withinDays: {
+        type: z.enum(['30', '60', '90']).describe('stopping within 30, 60 or 90 days'),
+        sql: 'r.within_days <= ?::integer',
+      },
+      welderStamp: { type: z.string().max(100), sql: 'r.welder_stamp = ?' },
+      cause: { type: z.enum(['expiry', 'continuity']), sql: 'r.cause = ?' },
+    },
+  },
 ];
 
 const CursorOf = (report: Report) =>
@@ -151,8 +276,9 @@ export function reportRoutes(pool: pg.Pool): Route[] {
     const Query = queryOfReport(report);
     const view = `weld_reports.${snake(report.name.replaceAll('-', '_'))}`;
     const members = Object.keys(report.row.shape);
-    const columns = members.map((m) => `r.${snake(m)} as "${m}"`).join(', ');
-    const keySql = report.key.map(([m]) => `r.${snake(m)}`);
+    const column = (m: string) => `r.${report.columns?.[m] ?? snake(m)}`;
+    const columns = members.map((m) => `${column(m)} as "${m}"`).join(', ');
+    const keySql = report.key.map(([m]) => column(m));
     return {
       method: 'GET',
       path: `/reports/${report.name}`,
@@ -201,10 +327,11 @@ export function reportRoutes(pool: pg.Pool): Route[] {
           await withContext(pool, callerContext(req), (db) =>
             copyCsvTo(
               db,
-              `select ${csvColumns(members)} from ${view} r
+              `select ${csvColumns(members.map((m) => [m, column(m)]))} from ${view} r
                 ${where.sql ? `where ${where.sql}` : ''} order by ${keySql.join(', ')}`,
               where.values,
               res,
+              REPORT_FILE_MS,
             ),
           );
           res.end();
@@ -251,10 +378,9 @@ export function reportRoutes(pool: pg.Pool): Route[] {
 }
 
 /** The CSV's columns: text a spreadsheet would run as a formula gets a leading apostrophe. */
-function csvColumns(members: string[]): string {
+function csvColumns(members: Array<[member: string, column: string]>): string {
   return members
-    .map((m) => {
-      const column = `r.${snake(m)}`;
+    .map(([m, column]) => {
       return `case when pg_typeof(${column}) = 'text'::regtype then weld_hidden.spreadsheet_text(${column}::text) else ${column}::text end as "${m}"`;
     })
     .join(', ');

@@ -201,3 +201,103 @@ test('welder performance and weld progress: pages, filters and CSV give the numb
   t.is(sum(theirs.items), await made(tenantIds.other!));
   t.not(sum(theirs.items), sum(items));
 });
+
+test('the other four reports: pages in key order equal the view; CSV has a line per row; GraphQL aggregates', async (t) => {
+  t.timeout(120_000);
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const tenant = (await addTenant(owner, { slug: 'four', origins: ['http://four.test'] })).id;
+  await seedTenant(owner, 'four', { isos: 10, weldsPerIso: 30, seed: 3 });
+  await addRoleUsers(owner, 'four');
+  // A qualification about to lapse by its expiry date, so that report has a row to show.
+  await owner.query(
+    `insert into weld_public.welder_qualifications (tenant_id, welder_id, process, qualified_on, expires_on)
+     select tenant_id, id, 'SMAW', current_date - 100, current_date + 20
+       from weld_public.welders where tenant_id = $1 limit 1`,
+    [tenant],
+  );
+  const { port } = await startServer(t, target);
+  const token = (await login(port, 'four.test', 'viewer')).json.accessToken as string;
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    request(port, {
+      path,
+      host: 'four.test',
+      headers: { authorization: `Bearer ${token}`, ...headers },
+    });
+  const pool = createPool(target.authenticatorUrl, { max: 1 });
+  t.teardown(() => pool.end());
+  const sql = (text: string) =>
+    withContext(
+      pool,
+      { role: 'weld_viewer', tenantId: tenant, userId: null },
+      async (c) => (await c.query(text)).rows,
+    );
+
+  const cases = [
+    ['examination-progress', 'examination_progress', ['method', 'lot']],
+    ['test-package-board', 'test_package_board', ['package_number']],
+    ['examination-backlog', 'examination_backlog', ['method']],
+    [
+      'qualification-expiry',
+      'qualification_expiry',
+      ['valid_until', 'welder_stamp', 'qualification_id', 'process'],
+    ],
+  ] as const;
+  const camel = (name: string) => name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  for (const [path, view, key] of cases) {
+    const rows = await sql(
+      `select ${key.map((k) => `${k}::text as "${camel(k)}"`).join(', ')}
+         from weld_reports.${view} order by ${key.join(', ')}`,
+    );
+    const answer = await get(`/reports/${path}?limit=500`);
+    t.is(answer.status, 200, `${path}: ${answer.text}`);
+    const items = (answer.json as Page<Record<string, unknown>>).items;
+    t.deepEqual(
+      items.map((item) => Object.fromEntries(key.map((k) => [camel(k), String(item[camel(k)])]))),
+      rows,
+      path,
+    );
+    const csv = await get(`/reports/${path}`, { accept: 'text/csv' });
+    t.is(csv.status, 200);
+    t.is(
+      csv.text
+        .replace(/^\uFEFF/, '')
+        .trimEnd()
+        .split('\n').length,
+      rows.length + 1,
+      path,
+    );
+  }
+  // The seed has lots and packages to show, and the qualification put in above.
+  t.true((await sql('select from weld_reports.examination_progress')).length > 0);
+  t.true((await sql('select from weld_reports.test_package_board')).length > 0);
+  const expiring = (await get('/reports/qualification-expiry?withinDays=30')).json as Page<{
+    cause: string;
+    daysLeft: number;
+  }>;
+  t.true(expiring.items.some((q) => q.cause === 'expiry' && q.daysLeft === 20));
+
+  // GraphQL: the reports have aggregates (the views' smart tags are read): the package board's
+  // welds summed equal the rows' sum.
+  const graphql = await request(port, {
+    method: 'POST',
+    path: '/graphql',
+    host: 'four.test',
+    headers: { authorization: `Bearer ${token}` },
+    body: {
+      query: `{ allWeldReportsTestPackageBoards { aggregates { sum { welds weldsAccepted } }
+                groupedAggregates(groupBy: [STATE]) { keys sum { welds } } } }`,
+    },
+  });
+  t.is(graphql.status, 200, graphql.text);
+  const board = (
+    await sql('select sum(welds)::int as welds from weld_reports.test_package_board')
+  )[0]!;
+  const sums = (
+    graphql.json as {
+      data: { allWeldReportsTestPackageBoards: { aggregates: { sum: { welds: string } } } };
+    }
+  ).data.allWeldReportsTestPackageBoards.aggregates.sum;
+  t.is(Number(sums.welds), board.welds);
+});
