@@ -64,7 +64,9 @@ export const WeldHistoryEntry = z.object({
   changedByName,
   changedAt: z.iso.datetime(),
   repairCycle: z.number().int(),
-  cause: z.enum(['user', 'ndt', 'system']).describe('a user action, or the NDT record given'),
+  cause: z
+    .enum(['user', 'ndt', 'system'])
+    .describe("what made the change: a user, an NDT record's result, or the system"),
   ndtRecordId: z.uuid().nullable(),
 });
 

@@ -1,5 +1,7 @@
 // GET /reports/<name> (F17): the report views over HTTP, as pages and as CSV, with the same
 // numbers the view gives in SQL; filters, cursors, refusals, and another tenant's data unseen.
+import fs from 'node:fs';
+import path from 'node:path';
 import test from 'ava';
 import { createPool, withContext } from '../../db/database.ts';
 import { seedTenant } from '../../db/seed/index.ts';
@@ -300,4 +302,35 @@ test('the other four reports: pages in key order equal the view; CSV has a line 
     }
   ).data.allWeldReportsTestPackageBoards.aggregates.sum;
   t.is(Number(sums.welds), board.welds);
+});
+
+test("the queries of docs/graphql.md's QC manager's questions run and answer", async (t) => {
+  t.timeout(120_000);
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  await addTenant(owner, { slug: 'cook', origins: ['http://cook.test'] });
+  await seedTenant(owner, 'cook', { isos: 10, weldsPerIso: 30, seed: 5 });
+  await addRoleUsers(owner, 'cook');
+  const { port } = await startServer(t, target);
+  const token = (await login(port, 'cook.test', 'viewer')).json.accessToken as string;
+
+  const docs = fs.readFileSync(path.join(import.meta.dirname, '../../docs/graphql.md'), 'utf8');
+  const section = docs.slice(docs.indexOf("## The QC manager's questions"));
+  const queries = [...section.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  t.is(queries.length, 7);
+  for (const query of queries) {
+    const answer = await request(port, {
+      method: 'POST',
+      path: '/graphql',
+      host: 'cook.test',
+      headers: { authorization: `Bearer ${token}` },
+      body: { query },
+    });
+    const title = query.split('\n')[0]!;
+    t.is(answer.status, 200, `${title}: ${answer.text}`);
+    const data = (answer.json as { data?: Record<string, unknown> }).data;
+    t.truthy(data, title);
+    for (const [field, value] of Object.entries(data!)) t.not(value, null, `${title}: ${field}`);
+  }
 });
