@@ -7,6 +7,7 @@
 //   #/welds/<id>              a weld: fields, status change, history, NDT, inspections, checks
 //   #/welds/<id>/ndt          record an NDT result (records.tsx)
 //   #/welds/<id>/inspection   record an inspection (records.tsx)
+//   #/dashboard               the QC manager's dashboard, engineers and admins (dashboard.tsx)
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import {
@@ -22,6 +23,7 @@ import {
   type Problem,
   type User,
 } from './api.ts';
+import { Dashboard, mayUseDashboard } from './dashboard.tsx';
 import { resetLive, startLive, stopLive, watchConnection } from './live.ts';
 import { IsoList } from './isos.tsx';
 import {
@@ -38,6 +40,7 @@ import { WeldDetail, WeldList } from './welds.tsx';
 
 type Route =
   | { screen: 'isos' }
+  | { screen: 'dashboard' }
   | { screen: 'welds'; params: URLSearchParams }
   | { screen: 'weld' | 'ndt' | 'inspection'; id: string };
 
@@ -54,6 +57,7 @@ function parseRoute(hash: string): Route {
     return { screen: 'weld', id };
   }
   if (parts[0] === 'welds') return { screen: 'welds', params: new URLSearchParams(search) };
+  if (parts[0] === 'dashboard') return { screen: 'dashboard' };
   return { screen: 'isos' };
 }
 
@@ -331,6 +335,11 @@ function App() {
           <a href="#/welds" aria-current={at === 'welds' ? 'page' : undefined}>
             Welds
           </a>
+          {mayUseDashboard(user) && (
+            <a href="#/dashboard" aria-current={at === 'dashboard' ? 'page' : undefined}>
+              Dashboard
+            </a>
+          )}
         </nav>
         <span class="who">
           <span>
@@ -354,6 +363,7 @@ function App() {
       )}
       <main id="main" tabIndex={-1}>
         {route.screen === 'isos' && <IsoList shell={shell} />}
+        {route.screen === 'dashboard' && <Dashboard shell={shell} />}
         {route.screen === 'welds' && <WeldList shell={shell} params={route.params} />}
         {route.screen === 'weld' && <WeldDetail key={route.id} shell={shell} id={route.id} />}
         {route.screen === 'ndt' && <NdtForm key={route.id} shell={shell} weldId={route.id} />}
