@@ -7,6 +7,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { PAGE_SIZE } from '../db/vocabulary.ts';
+import { problems } from './http/problem.ts';
 
 /** `limit`: a page size from 1 to `max` (default `fallback`). */
 export function pageSizeParam(max: number, fallback: number) {
@@ -41,6 +42,44 @@ export const cursorParam = z
     const hex = Buffer.from(cursor, 'base64url').toString('hex');
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   });
+
+/**
+ * The cursor of a list that may be sorted (ResourceSpec.sorts): either kind, as text, decoded by
+ * idCursor or sortedCursor once the handler knows whether the list is sorted.
+ */
+export const listCursorParam = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,700}$/, 'not a cursor this service issued')
+  .describe('nextCursor of the previous page (of the same sort)');
+
+const notACursor = () =>
+  problems.validation([{ parameter: 'cursor', detail: 'not a cursor this service issued' }]);
+
+/** An unsorted list's cursor (the last id), or a 422. */
+export function idCursor(cursor: string): string {
+  const parsed = cursorParam.safeParse(cursor);
+  if (!parsed.success) throw notACursor();
+  return parsed.data;
+}
+
+/** A sorted list's cursor: the last item's sort key (as text) and id, or a 422. */
+export function sortedCursor(cursor: string): [key: string, id: string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'string' &&
+      typeof value[1] === 'string' &&
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value[1])
+    ) {
+      return [value[0], value[1]];
+    }
+  } catch {
+    // (answered below)
+  }
+  throw notACursor();
+}
 
 export function encodeCursor(id: string): string {
   return Buffer.from(id.replaceAll('-', ''), 'hex').toString('base64url');
@@ -124,6 +163,37 @@ export function jsonPageQuery(
     `select row_to_json(x)::text as json, r.id
        from ${from} ${where.sql ? `where ${where.sql}` : ''}
       order by r.id limit $${values.length}`,
+    values,
+  );
+}
+
+/**
+ * jsonPageQuery in another order: by `order.sql` (of SQL type `order.type`, never null), then id,
+ * ascending or descending, after the key and id of the last item shown. Each row also answers its
+ * key as text, for the next cursor.
+ */
+export function sortedPageQuery(
+  from: string,
+  filters: Filters,
+  order: { sql: string; type: string; descending: boolean; after?: [string, string] | undefined },
+  limit: number,
+): pg.QueryConfig {
+  const where = whereOf(filters);
+  const values = [...where.values];
+  const conditions = where.sql ? [where.sql] : [];
+  if (order.after) {
+    values.push(...order.after);
+    conditions.push(
+      `(${order.sql}, r.id) ${order.descending ? '<' : '>'} ` +
+        `($${values.length - 1}::${order.type}, $${values.length}::uuid)`,
+    );
+  }
+  values.push(limit + 1);
+  const direction = order.descending ? 'desc' : 'asc';
+  return prepared(
+    `select row_to_json(x)::text as json, r.id, (${order.sql})::text as key
+       from ${from} ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
+      order by ${order.sql} ${direction}, r.id ${direction} limit $${values.length}`,
     values,
   );
 }

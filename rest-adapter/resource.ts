@@ -52,6 +52,10 @@ import { callerContext } from './http/session.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import {
   cursorParam,
+  idCursor,
+  listCursorParam,
+  sortedCursor,
+  sortedPageQuery,
   encodeCursor,
   instantParam,
   jsonPageQuery,
@@ -229,6 +233,12 @@ export interface ResourceSpec {
    */
   tag?: string;
   filters?: Record<string, Filter>;
+  /**
+   * Orders the list may be asked in (`sort=<name>`, `sort=-<name>` descending), each an SQL
+   * expression over the row `r` that is never null, and its SQL type; ties are broken by id.
+   * The pages stay keyset pages: the cursor then carries the last item's key and id.
+   */
+  sorts?: Record<string, { sql: string; type: string }>;
   /** Who may do what, for the documents; an operation without an entry is not offered. */
   access: { create?: string; update?: string; delete?: string };
   /**
@@ -293,9 +303,16 @@ export function defineResource(spec: ResourceSpec): Resource {
     })
     .describe(spec.description);
 
+  const sortNames = Object.keys(spec.sorts ?? {});
   const listQuery = z.strictObject({
     limit: limitParam,
-    cursor: cursorParam.optional(),
+    cursor: (sortNames.length ? listCursorParam : cursorParam).optional(),
+    ...(sortNames.length && {
+      sort: z
+        .enum([...sortNames, ...sortNames.map((name) => `-${name}`)] as [string, ...string[]])
+        .optional()
+        .describe('the order of the list (- first: descending); by id when not given'),
+    }),
     ...(spec.csv && {
       format: z
         .enum(['json', 'csv'])
@@ -610,7 +627,8 @@ function wantsCsv(req: Request, format: unknown): boolean {
 }
 
 /**
- * Streams the CSV. An export has no pages, so limit and cursor are refused rather than ignored.
+ * Streams the CSV. An export has no pages and an order of its own, so limit, cursor and sort are
+ * refused rather than ignored.
  * Once the first bytes are out, a failure can no longer be a problem document: the connection is
  * cut (problemHandler), so the client sees a broken transfer, not a short file that looks whole.
  */
@@ -621,12 +639,12 @@ async function sendCsv(
   csv: NonNullable<ResourceSpec['csv']>,
   where: { sql: string; values: unknown[] },
 ): Promise<void> {
-  const paged = ['limit', 'cursor'].filter((name) => req.query[name] !== undefined);
+  const paged = ['limit', 'cursor', 'sort'].filter((name) => req.query[name] !== undefined);
   if (paged.length) {
     throw problems.validation(
       paged.map((parameter) => ({
         parameter,
-        detail: 'does not apply to a CSV export (no pages)',
+        detail: 'does not apply to a CSV export (no pages, its own order)',
       })),
     );
   }
@@ -704,6 +722,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
         const q = queryOf(resource.listQuery, req) as Record<string, unknown> & {
           limit: number;
           cursor?: string;
+          sort?: string;
         };
         const filters = [
           ['updatedSince', 'r.updated_at >= ?'] as const,
@@ -714,8 +733,29 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
           await sendCsv(req, res, pool, resource.csv, whereOf(filters));
           return;
         }
+        if (q.sort !== undefined) {
+          const descending = q.sort.startsWith('-');
+          const order = resource.sorts![q.sort.replace(/^-/, '')]!;
+          const after = q.cursor === undefined ? undefined : sortedCursor(q.cursor);
+          const { rows } = await inDatabase(pool, req, (db) =>
+            db.query<JsonItem & { key: string }>(
+              sortedPageQuery(
+                itemsFrom(resource),
+                filters,
+                { ...order, descending, after },
+                q.limit,
+              ),
+            ),
+          );
+          sendJsonPage(req, res, rows, q.limit, (row) =>
+            Buffer.from(JSON.stringify([row.key, row.id])).toString('base64url'),
+          );
+          return;
+        }
+        // (A sortable list takes either cursor as text; the others' is decoded already.)
+        const cursor = q.cursor === undefined || !resource.sorts ? q.cursor : idCursor(q.cursor);
         const { rows } = await inDatabase(pool, req, (db) =>
-          db.query<JsonItem>(jsonPageQuery(itemsFrom(resource), filters, q.cursor, q.limit)),
+          db.query<JsonItem>(jsonPageQuery(itemsFrom(resource), filters, cursor, q.limit)),
         );
         sendJsonPage(req, res, rows, q.limit, (row) => encodeCursor(row.id));
       },

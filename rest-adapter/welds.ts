@@ -118,6 +118,12 @@ export const welds = defineResource({
     },
   },
   filters: { status: { sql: 'r.status = any(?::weld_public.weld_status[])', type: statusList } },
+  // The weld list on a phone sorts by these (F17). A weld not yet welded sorts after every date.
+  sorts: {
+    weldNumber: { sql: 'r.weld_number', type: 'text' },
+    status: { sql: 'r.status', type: 'weld_public.weld_status' },
+    weldedOn: { sql: "coalesce(r.welded_on, 'infinity'::date)", type: 'date' },
+  },
   access: { create: 'engineer', update: 'engineer (every field but status, repairCycle, version)' },
   problems: {
     invalid: problem(`${refusal.invalid};${CHECKS_FAILED}`, 'WeldChecksProblem'),

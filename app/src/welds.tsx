@@ -61,6 +61,14 @@ function newerWeld(event: ChangeEvent, known: Weld | undefined): Weld | undefine
 //------------------------------------------------------------------------------------------------
 // The list
 
+/** The orders GET /welds offers (`sort`), as the list's choice names them. */
+const SORTS = [
+  ['weldNumber', 'weld number'],
+  ['status', 'status'],
+  ['-weldedOn', 'date welded, newest first'],
+  ['weldedOn', 'date welded, oldest first'],
+] as const;
+
 export function WeldList({ shell, params }: { shell: Shell; params: URLSearchParams }) {
   const filters = {
     isoId: params.get('isoId') ?? undefined,
@@ -70,6 +78,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
     welderId: params.get('welderId') ?? undefined,
     wpsId: params.get('wpsId') ?? undefined,
     changedSince: params.get('changedSince') ?? undefined,
+    sort: params.get('sort') ?? undefined,
   };
   const key = query(filters);
   // The API's filters; a day "changed since" is that day's start in UTC.
@@ -110,8 +119,9 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
       reads.current.next = body.nextCursor;
       setWelds((before) => {
         const all = after ? [...(before ?? []), ...body.items] : body.items;
-        // The API's pages are in a stable order of their own; a whole ISO reads better by number.
-        return filters.isoId && !body.nextCursor ? all.sort(byWeldNumber) : all;
+        // The API's pages are in a stable order of their own; a whole ISO reads better by number
+        // (unless another order was asked for).
+        return filters.isoId && !filters.sort && !body.nextCursor ? all.sort(byWeldNumber) : all;
       });
       setCursor(body.nextCursor);
       setError(undefined);
@@ -168,7 +178,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
   }, [cursor, loading]);
 
   // On a phone the filters fold away (their summary says how many are on); wider, they show.
-  const { isoId: _, ...chosen } = filters;
+  const { isoId: _, sort: _order, ...chosen } = filters;
   const activeFilters = Object.values(chosen).filter(Boolean).length;
 
   const apply = (event: Event) => {
@@ -183,6 +193,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
       welderId: value('welderId'),
       wpsId: value('wpsId'),
       changedSince: value('changedSince'),
+      sort: value('sort'),
     })}`;
   };
 
@@ -230,6 +241,17 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
               type="date"
               value={filters.changedSince ?? ''}
             />
+          </div>
+          <div class="field">
+            <label for="f-sort">Sort by</label>
+            <select id="f-sort" name="sort" value={filters.sort ?? ''}>
+              <option value="">{filters.isoId ? 'weld number' : 'as stored'}</option>
+              {SORTS.map(([value, label]) => (
+                <option key={value} value={value}>
+                  {label}
+                </option>
+              ))}
+            </select>
           </div>
           <button type="submit">Filter</button>
         </form>
