@@ -31,6 +31,13 @@ const VARIANTS: Array<[string, string[]]> = [
   ['without iso_weld_counts (the ISO rollup)', ['weld_public.welds:_500_iso_weld_counts_update']],
   ['without the outbox (no event)', ['weld_public.welds:_900_outbox']],
   [
+    'without the report rollups (F17)',
+    [
+      'weld_public.welds:_510_report_facts_update',
+      'weld_public.weld_status_history:_510_report_facts_insert',
+    ],
+  ],
+  [
     'without the history triggers',
     [
       'weld_public.weld_status_history:_100_ndt_cause',

@@ -18,6 +18,30 @@
 import pg from 'pg';
 
 const CHANNEL = 'weld_events';
+
+/**
+ * Whether a notification came from a reporting login (weld-admin reporting add). PostgreSQL lets
+ * any session LISTEN and NOTIFY on any channel, without a privilege: a BI tool's session could
+ * send made-up wake-ups or session revocations. The service's own sessions never log in as one,
+ * so what they send is dropped. The sender's user is read (through the service's pool: the
+ * listening session may be busy with the relay) once per process id and kept a few seconds (a
+ * process id is reused only after its session ends).
+ */
+export async function fromReportingLogin(pool: pg.Pool, processId: number): Promise<boolean> {
+  const known = senders.get(processId);
+  if (known && Date.now() - known.at < SENDER_TTL_MS) return known.reporting;
+  const { rows } = await pool.query<{ reporting: boolean }>(
+    `select coalesce((select starts_with(usename, 'weld_bi_') from pg_stat_activity
+                       where pid = $1), true) as reporting`,
+    [processId],
+  );
+  const reporting = rows[0]!.reporting;
+  if (senders.size > 10_000) senders.clear();
+  senders.set(processId, { reporting, at: Date.now() });
+  return reporting;
+}
+const senders = new Map<number, { reporting: boolean; at: number }>();
+const SENDER_TTL_MS = 10_000;
 const RECONNECT_MS = { first: 500, max: 30_000 };
 /** A woken reader reads this long after the first commit it is told of, with what came since. */
 export const DEBOUNCE_MS = 20;
@@ -57,6 +81,7 @@ export class EventNotifications {
   #retryMs = RECONNECT_MS.first;
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #relayMs: number;
+  readonly #senders: pg.Pool | undefined;
   #relayTimer: NodeJS.Timeout | undefined;
   /**
    * Tenants whose relay failed ('' = the listing): reported once until it works again, and not
@@ -70,9 +95,15 @@ export class EventNotifications {
   /** `relayMs` 0: no relay here (a test places events itself). */
   constructor(
     authenticatorUrl: string,
-    options: { onError?: (error: Error) => void; relayMs?: number } = {},
+    options: {
+      onError?: (error: Error) => void;
+      relayMs?: number;
+      /** The service's pool, to tell who sent a notification (fromReportingLogin). */
+      senders?: pg.Pool;
+    } = {},
   ) {
     this.#url = authenticatorUrl;
+    this.#senders = options.senders;
     this.#onError = options.onError ?? (() => {});
     this.#relayMs = options.relayMs ?? RELAY_MS;
     this.#relayWait = this.#relayMs;
@@ -159,9 +190,19 @@ export class EventNotifications {
     const client = new pg.Client({ connectionString: this.#url, keepAlive: true });
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || !message.payload) return;
-      // "<tenant> <type>"; a bare tenant id (a database not yet migrated) wakes every reader.
-      const [tenantId, type] = message.payload.split(' ', 2) as [string, string | undefined];
-      this.#wake(tenantId, type);
+      const payload = message.payload;
+      (this.#senders
+        ? fromReportingLogin(this.#senders, message.processId)
+        : Promise.resolve(false)
+      ).then(
+        (reporting) => {
+          if (reporting) return;
+          // "<tenant> <type>"; a bare tenant id (a database not yet migrated) wakes every reader.
+          const [tenantId, type] = payload.split(' ', 2) as [string, string | undefined];
+          this.#wake(tenantId, type);
+        },
+        () => this.#wakeAll(), // (the session broke: #lost follows; a wake-up is only a hint)
+      );
     });
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, new Error('event listener connection ended')));

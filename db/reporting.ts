@@ -77,7 +77,10 @@ export async function addReportingLogin(
   return connectionString(ownerUrl, roleName, password);
 }
 
-/** A new password for the login, in its connection string: the one given before stops working. */
+/**
+ * A new password for the login, in its connection string: the one given before stops working,
+ * and the sessions opened with it end (a password is changed because it leaked).
+ */
 export async function reportingUrl(
   root: pg.ClientBase,
   ownerUrl: string,
@@ -92,28 +95,49 @@ export async function reportingUrl(
     );
     return role;
   });
+  await endSessions(root, roleName);
   return connectionString(ownerUrl, roleName, password);
 }
 
-/** Removes the login: its sessions end, its role is dropped. */
+/**
+ * Removes the login. First it may no longer connect (committed, so a BI tool reconnecting at once
+ * is refused), then its sessions end, then what it owns and its role go.
+ */
 export async function removeReportingLogin(
   root: pg.ClientBase,
   tenant: string,
   name: string,
 ): Promise<void> {
-  await inTransaction(root, async () => {
-    const role = await roleOf(root, tenant, name);
-    await root.query('delete from weld_private.reporting_logins where role_name = $1', [role]);
-    // No new session from here on (the transaction holds the role), then the open ones end.
-    await root.query(`alter role ${pg.escapeIdentifier(role)} nologin`);
-    await root.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [
-      role,
-    ]);
+  const role = await inTransaction(root, async () => {
+    const found = await roleOf(root, tenant, name);
+    await root.query('delete from weld_private.reporting_logins where role_name = $1', [found]);
+    await root.query(`alter role ${pg.escapeIdentifier(found)} nologin`);
     await root.query(
-      `revoke connect on database ${pg.escapeIdentifier(await database(root))} from ${pg.escapeIdentifier(role)}`,
+      `revoke connect on database ${pg.escapeIdentifier(await database(root))} from ${pg.escapeIdentifier(found)}`,
     );
+    return found;
+  });
+  await endSessions(root, role);
+  await inTransaction(root, async () => {
+    await root.query(`drop owned by ${pg.escapeIdentifier(role)}`);
     await root.query(`drop role ${pg.escapeIdentifier(role)}`);
   });
+}
+
+/** Ends every session of `role`, and waits (up to 5 s) until PostgreSQL shows none. */
+async function endSessions(root: pg.ClientBase, role: string): Promise<void> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const { rows } = await root.query<{ pid: number }>(
+      'select pid from pg_stat_activity where usename = $1 and pid <> pg_backend_pid()',
+      [role],
+    );
+    if (rows.length === 0) return;
+    await root.query('select pg_terminate_backend(pid) from unnest($1::int[]) pid', [
+      rows.map((r) => r.pid),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new ReportingError(`the sessions of ${role} did not end within 5 s`);
 }
 
 export async function listReportingLogins(root: pg.ClientBase): Promise<ReportingLogin[]> {
@@ -164,12 +188,11 @@ async function inTransaction<T>(db: pg.ClientBase, work: () => Promise<T>): Prom
   }
 }
 
-/** The database the owner URL names, reached as the login. */
+/** The database the owner URL names, reached as the login (its options, sslmode say, kept). */
 function connectionString(ownerUrl: string, user: string, password: string): string {
   const url = new URL(ownerUrl);
   url.username = user;
   url.password = password;
-  url.search = '';
   return url.toString();
 }
 

@@ -122,6 +122,22 @@ begin
 end
 $$;
 
+-- Large objects: the service keeps none. Whoever may create one owns it, may write into it
+-- without any table's grant and fill the disk, and a role that owns one cannot be dropped (a
+-- reporting login, `weld-admin reporting remove`), so no one but the owner may create them.
+do $$
+declare
+  f regprocedure;
+begin
+  for f in select p.oid::regprocedure from pg_catalog.pg_proc p
+            where p.pronamespace = 'pg_catalog'::regnamespace
+              and p.proname in ('lo_create', 'lo_creat', 'lo_from_bytea', 'lo_import')
+  loop
+    execute format('revoke execute on function %s from public', f);
+  end loop;
+end
+$$;
+
 revoke all on schema public from public;
 grant usage on schema public to weld_owner, weld_anonymous, weld_rules;
 

@@ -98,6 +98,7 @@ async function main(): Promise<void> {
   const revocations = new SessionRevocations(target.authenticatorUrl, {
     accessTokenTtl: config.auth.accessTokenTtl,
     logger,
+    senders: pool,
   });
   await revocations.start();
   const housekeeping = startHousekeeping(pool, logger, {
@@ -105,6 +106,7 @@ async function main(): Promise<void> {
   });
   const notifications = new EventNotifications(target.authenticatorUrl, {
     onError: (error) => logger.warn({ err: error }, 'event listener connection failed'),
+    senders: pool,
   });
   await notifications.start();
   if (config.webhooks.allowPrivate) {

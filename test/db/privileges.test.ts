@@ -301,6 +301,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     // The report rollups (F17): written by the triggers alone.
     'weld_private.tg__report_facts()': owner,
     'weld_private.tg_report_facts_queue__refresh()': owner,
+    'weld_private.queue_report_facts(tenant uuid, ids uuid[])': owner,
     'weld_private.refresh_report_facts(tenant uuid, weld_ids uuid[])': owner,
     'weld_private.report_facts_of(tenant uuid, weld_ids uuid[])': owner,
     'weld_private.tg_welds__iso_weld_counts_move()': owner,

@@ -45,7 +45,8 @@ async function facts(db: pg.ClientBase, tenantId: string) {
     [tenantId],
   );
   const defined = await db.query(
-    `select * from weld_private.report_facts_of($1, null) order by weld_id`,
+    `select * from weld_private.report_facts_of(
+       $1, array(select id from weld_public.welds where tenant_id = $1)) order by weld_id`,
     [tenantId],
   );
   return { kept: kept.rows, defined: defined.rows };

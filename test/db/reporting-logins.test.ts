@@ -153,6 +153,9 @@ test('a reporting login writes nothing, becomes no other role, reads no private 
     t.is(await code(bi.query(`select * from ${table} limit 1`)), '42501', table);
   }
   t.is(await code(bi.query(`select pg_read_file('/etc/passwd')`)), '42501');
+  // Nor a large object (no table's grant needed to write one, and its owner could not be dropped).
+  t.is(await code(bi.query(`select lo_from_bytea(0, 'x')`)), '42501');
+  t.is(await code(bi.query(`select lo_create(0)`)), '42501');
   t.is(await code(bi.query(`select weld_hidden.purge_events(0)`)), '42501');
   t.is(await code(bi.query(`select * from weld_hidden.reap_reporting_sessions()`)), '42501');
   t.is(await code(bi.query(`create table weld_public.mine (x int)`)), '42501');
@@ -186,11 +189,12 @@ test('url gives a new password (the old one stops working); remove ends the sess
   t.is(new URL(fresh).username, new URL(url).username);
   t.not(new URL(fresh).password, new URL(url).password);
   t.is(await code(login(url)), '28P01');
+  t.not(await code(first.query('select 1')), 'ok', 'the sessions of the old password ended');
   const second = await login(fresh);
   t.is((await second.query('select 1 as one')).rows[0].one, 1);
 
   await removeReportingLogin(root, alpha, 'metabase');
-  t.not(await code(first.query('select 1')), 'ok', 'its sessions were ended');
+  t.not(await code(second.query('select 1')), 'ok', 'its sessions were ended');
   t.not(await code(login(fresh)), 'ok');
   t.is(
     (await root.query(`select from pg_roles where rolname = $1`, [new URL(url).username])).rowCount,
@@ -199,7 +203,12 @@ test('url gives a new password (the old one stops working); remove ends the sess
 });
 
 test('the password reaches PostgreSQL only as a SCRAM verifier, and names are checked', async (t) => {
-  const { root, target, alpha } = await world(t);
+  const { root, target, alpha, owner, a } = await world(t);
+  // A tenant with a reporting login is not deleted from under it.
+  t.is(
+    await code(owner.query('delete from weld_public.tenants where id = $1', [a.tenantId])),
+    '23001',
+  );
   const verifier = scramVerifier('secret');
   t.regex(verifier, /^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/);
   t.false(verifier.includes('secret'));

@@ -71,9 +71,9 @@ export async function startServer(
     ...(options.accessTokenTtl && { accessTokenTtl: options.accessTokenTtl }),
   };
   const ring = new KeyRing(pool, { accessTokenTtl: auth.accessTokenTtl });
-  const revocations = new SessionRevocations(target.authenticatorUrl, auth);
+  const revocations = new SessionRevocations(target.authenticatorUrl, { ...auth, senders: pool });
   await revocations.start();
-  const notifications = new EventNotifications(target.authenticatorUrl);
+  const notifications = new EventNotifications(target.authenticatorUrl, { senders: pool });
   await notifications.start();
   // A longer deadline than the service's 10 s: a document's fields run one after the other, and
   // a loaded CI machine must not make a correctness test a timing one. The deadline itself is

@@ -14,6 +14,7 @@
 // every RELOAD_EVERY_MS, which doubles as a heartbeat, find that out and reconnect, and the
 // reload is a backstop for any notification lost on the way.
 import pg from 'pg';
+import { fromReportingLogin } from '../../../db/event-notifications.ts';
 import type { Logger } from '../log.ts';
 
 const CHANNEL = 'weld_session_revoked';
@@ -21,6 +22,7 @@ const RECONNECT_MS = { first: 500, max: 30_000 };
 const RELOAD_EVERY_MS = 60_000;
 
 export class SessionRevocations {
+  readonly #senders: pg.Pool | undefined;
   readonly #url: string;
   readonly #rememberMs: number;
   readonly #logger: Logger | undefined;
@@ -34,9 +36,16 @@ export class SessionRevocations {
 
   constructor(
     authenticatorUrl: string,
-    options: { accessTokenTtl: number; logger?: Logger; reloadEveryMs?: number },
+    options: {
+      accessTokenTtl: number;
+      logger?: Logger;
+      reloadEveryMs?: number;
+      /** The service's pool, to tell who sent a notification (fromReportingLogin). */
+      senders?: pg.Pool;
+    },
   ) {
     this.#url = authenticatorUrl;
+    this.#senders = options.senders;
     // A token lives accessTokenTtl seconds, plus the 5 s clock tolerance of verification.
     this.#rememberMs = (options.accessTokenTtl + 60) * 1000;
     this.#logger = options.logger;
@@ -85,12 +94,23 @@ export class SessionRevocations {
     });
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || !message.payload) return;
-      try {
-        const { tenantId, sessionId } = JSON.parse(message.payload) as Record<string, string>;
-        if (tenantId && sessionId) this.#remember(tenantId, sessionId);
-      } catch {
-        this.#logger?.warn({ payload: message.payload }, 'unreadable session revocation');
-      }
+      const payload = message.payload;
+      // (A reporting login may NOTIFY too: what it sends is dropped, event-notifications.ts.)
+      (this.#senders
+        ? fromReportingLogin(this.#senders, message.processId)
+        : Promise.resolve(false)
+      ).then(
+        (reporting) => {
+          if (reporting) return;
+          try {
+            const { tenantId, sessionId } = JSON.parse(payload) as Record<string, string>;
+            if (tenantId && sessionId) this.#remember(tenantId, sessionId);
+          } catch {
+            this.#logger?.warn({ payload }, 'unreadable session revocation');
+          }
+        },
+        () => {}, // (the session broke: the reload after reconnecting reads what was missed)
+      );
     });
     try {
       await client.connect();
