@@ -62,23 +62,32 @@ export function idCursor(cursor: string): string {
   return parsed.data;
 }
 
-/** A sorted list's cursor: the last item's sort key (as text) and id, or a 422. */
-export function sortedCursor(cursor: string): [key: string, id: string] {
+/**
+ * A sorted list's cursor: the sort it was issued for (so it cannot be replayed with another, which
+ * would silently give wrong pages), the last item's key as text, and its id; or a 422.
+ */
+export function sortedCursor(cursor: string, sort: string): [key: string, id: string] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (
       Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
+      value.length === 3 &&
+      value[0] === sort &&
       typeof value[1] === 'string' &&
-      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value[1])
+      typeof value[2] === 'string' &&
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value[2])
     ) {
-      return [value[0], value[1]];
+      return [value[1], value[2]];
     }
   } catch {
     // (answered below)
   }
   throw notACursor();
+}
+
+/** The cursor of the page after `key` and `id` in a list sorted by `sort`. */
+export function encodeSortedCursor(sort: string, key: string, id: string): string {
+  return Buffer.from(JSON.stringify([sort, key, id])).toString('base64url');
 }
 
 export function encodeCursor(id: string): string {

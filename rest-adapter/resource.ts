@@ -54,6 +54,7 @@ import {
   cursorParam,
   idCursor,
   listCursorParam,
+  encodeSortedCursor,
   sortedCursor,
   sortedPageQuery,
   encodeCursor,
@@ -736,7 +737,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
         if (q.sort !== undefined) {
           const descending = q.sort.startsWith('-');
           const order = resource.sorts![q.sort.replace(/^-/, '')]!;
-          const after = q.cursor === undefined ? undefined : sortedCursor(q.cursor);
+          const after = q.cursor === undefined ? undefined : sortedCursor(q.cursor, q.sort);
           const { rows } = await inDatabase(pool, req, (db) =>
             db.query<JsonItem & { key: string }>(
               sortedPageQuery(
@@ -748,7 +749,7 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
             ),
           );
           sendJsonPage(req, res, rows, q.limit, (row) =>
-            Buffer.from(JSON.stringify([row.key, row.id])).toString('base64url'),
+            encodeSortedCursor(q.sort!, row.key, row.id),
           );
           return;
         }

@@ -284,6 +284,9 @@ for (const prefix of PREFIXES) {
       `/welds?sort=size`,
       `/welds?sort=status&cursor=${first.json.nextCursor}`,
       `/welds?cursor=${sorted.json.nextCursor}`,
+      // A cursor of one order given to another (or the other direction): refused, not misread.
+      `/welds?sort=weldNumber&cursor=${sorted.json.nextCursor}`,
+      `/welds?sort=-status&cursor=${sorted.json.nextCursor}`,
       `/welds?sort=status&format=csv`,
     ]) {
       problemOf(t, await get(w, at(bad)), 422, bad);
