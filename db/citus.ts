@@ -34,8 +34,8 @@ const SERVICE_SCHEMAS = String.raw`n.nspname like 'weld\_%'`;
 
 /**
  * The reference tables by decision, and why. A table without tenant_id that tenant tables
- * reference becomes a reference table by itself (a vocabulary); these two are named because they
- * could not be anything else and a reader should not have to work out why.
+ * reference becomes a reference table by itself (a vocabulary); these three are named because
+ * they could not be anything else and a reader should not have to work out why.
  */
 export const REFERENCE_TABLES: ReadonlyMap<string, string> = new Map([
   [
@@ -47,6 +47,11 @@ export const REFERENCE_TABLES: ReadonlyMap<string, string> = new Map([
     'weld_private.tenant_origins',
     'routing is global: an origin is unique across tenants (tenant_origins_origin_key) and is ' +
       'looked up before the tenant is known',
+  ],
+  [
+    'weld_private.reporting_logins',
+    "a reporting login is a role, and roles are the cluster's: its name is unique across tenants " +
+      '(reporting_logins_role_name_key) and is how its session finds its tenant',
   ],
 ]);
 

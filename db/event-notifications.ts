@@ -20,14 +20,33 @@ import pg from 'pg';
 const CHANNEL = 'weld_events';
 
 /**
- * Whether a notification came from a reporting login (weld-admin reporting add). PostgreSQL lets
- * any session LISTEN and NOTIFY on any channel, without a privilege: a BI tool's session could
- * send made-up wake-ups or session revocations. The service's own sessions never log in as one,
- * so what they send is dropped. The sender's user is read (through the service's pool: the
- * listening session may be busy with the relay) once per process id and kept a few seconds (a
- * process id is reused only after its session ends).
+ * Calls `handle` with the payload of each notification on `channel` that the service's own
+ * sessions sent. PostgreSQL lets any session LISTEN and NOTIFY on any channel, without a
+ * privilege: a BI tool's session (weld-admin reporting add) could send made-up wake-ups or
+ * session revocations. The service never logs in as a reporting login, so what those send is
+ * dropped. The sender's user is read through `senders` (the service's pool: the listening session
+ * may be busy with the relay) once per process id and kept a few seconds (a process id is reused
+ * only after its session ends); without `senders`, every notification is taken. `unchecked` runs
+ * when the sender could not be read.
  */
-export async function fromReportingLogin(pool: pg.Pool, processId: number): Promise<boolean> {
+export function onServiceNotification(
+  client: pg.Client,
+  channel: string,
+  senders: pg.Pool | undefined,
+  handle: (payload: string) => void,
+  unchecked: () => void,
+): void {
+  client.on('notification', (message) => {
+    if (message.channel !== channel || !message.payload) return;
+    const payload = message.payload;
+    (senders ? fromReportingLogin(senders, message.processId) : Promise.resolve(false)).then(
+      (reporting) => !reporting && handle(payload),
+      unchecked,
+    );
+  });
+}
+
+async function fromReportingLogin(pool: pg.Pool, processId: number): Promise<boolean> {
   const known = senders.get(processId);
   if (known && Date.now() - known.at < SENDER_TTL_MS) return known.reporting;
   const { rows } = await pool.query<{ reporting: boolean }>(
@@ -188,22 +207,17 @@ export class EventNotifications {
 
   async #connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.#url, keepAlive: true });
-    client.on('notification', (message) => {
-      if (message.channel !== CHANNEL || !message.payload) return;
-      const payload = message.payload;
-      (this.#senders
-        ? fromReportingLogin(this.#senders, message.processId)
-        : Promise.resolve(false)
-      ).then(
-        (reporting) => {
-          if (reporting) return;
-          // "<tenant> <type>"; a bare tenant id (a database not yet migrated) wakes every reader.
-          const [tenantId, type] = payload.split(' ', 2) as [string, string | undefined];
-          this.#wake(tenantId, type);
-        },
-        () => this.#wakeAll(), // (the session broke: #lost follows; a wake-up is only a hint)
-      );
-    });
+    onServiceNotification(
+      client,
+      CHANNEL,
+      this.#senders,
+      (payload) => {
+        // "<tenant> <type>"; a bare tenant id (a database not yet migrated) wakes every reader.
+        const [tenantId, type] = payload.split(' ', 2) as [string, string | undefined];
+        this.#wake(tenantId, type);
+      },
+      () => this.#wakeAll(), // (the session broke: #lost follows; a wake-up is only a hint)
+    );
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client, new Error('event listener connection ended')));
     await client.connect();

@@ -13,7 +13,11 @@ import { runCli } from '../helpers/server.ts';
  * tenant_id is distributed unless it is named here; one without it becomes a reference table when
  * a tenant table references it, and stays local otherwise.
  */
-const REFERENCE = ['weld_private.tenant_origins', 'weld_public.tenants'];
+const REFERENCE = [
+  'weld_private.reporting_logins',
+  'weld_private.tenant_origins',
+  'weld_public.tenants',
+];
 const LOCAL: string[] = [];
 
 async function analyze(rootUrl: string): Promise<CitusAnalysis> {
@@ -147,6 +151,7 @@ test('the check is not vacuous: it names a global unique key, a foreign key acro
     ].sort(),
   );
   t.deepEqual(placed(analysis, 'reference'), [
+    'weld_private.reporting_logins',
     'weld_private.tenant_origins',
     'weld_public.process_owners',
     'weld_public.tenants',
@@ -183,7 +188,7 @@ test('weld-admin citus-plan: prints a plan in a valid order for the schema as mi
   );
   t.deepEqual(
     statements.filter((s) => s.kind === 'reference').map((s) => s.table),
-    ['weld_public.tenants', 'weld_private.tenant_origins'],
+    ['weld_public.tenants', 'weld_private.reporting_logins', 'weld_private.tenant_origins'],
   );
   const position = new Map(statements.map((s, i) => [s.table, i]));
   for (const { name, targets } of tables) {

@@ -6,37 +6,7 @@
 import test from 'ava';
 import type pg from 'pg';
 import { createPool, withContext } from '../../db/database.ts';
-import { twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
-
-/** A small seeded PRNG (mulberry32), so a failing run can be replayed by its seed. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
-  return { next, int, pick };
-}
-
-async function asOwner<T>(pool: pg.Pool, work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const c = await pool.connect();
-  try {
-    await c.query('begin');
-    const result = await work(c);
-    await c.query('commit');
-    return result;
-  } catch (error) {
-    await c.query('rollback');
-    throw error;
-  } finally {
-    c.release();
-  }
-}
+import { asOwner, prng, twoTenants, type TenantFixture } from '../helpers/fixtures.ts';
 
 /** The facts as kept, and as their definition computes them now. */
 async function facts(db: pg.ClientBase, tenantId: string) {

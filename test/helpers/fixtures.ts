@@ -64,3 +64,37 @@ export async function twoTenants(t: Teardown, poolSize = 4) {
   t.teardown(() => pool.end());
   return { rootUrl, target, owner, pool, a, b };
 }
+
+/** A small seeded PRNG (mulberry32), so a failing randomized run can be replayed by its seed. */
+export function prng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let x = a;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
+  return { next, int, pick };
+}
+
+/** One transaction of the owner (no request role, no tenant context: as the seed or a DBA). */
+export async function asOwner<T>(
+  pool: pg.Pool,
+  work: (c: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const c = await pool.connect();
+  try {
+    await c.query('begin');
+    const result = await work(c);
+    await c.query('commit');
+    return result;
+  } catch (error) {
+    await c.query('rollback');
+    throw error;
+  } finally {
+    c.release();
+  }
+}

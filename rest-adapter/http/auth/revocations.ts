@@ -14,7 +14,7 @@
 // every RELOAD_EVERY_MS, which doubles as a heartbeat, find that out and reconnect, and the
 // reload is a backstop for any notification lost on the way.
 import pg from 'pg';
-import { fromReportingLogin } from '../../../db/event-notifications.ts';
+import { onServiceNotification } from '../../../db/event-notifications.ts';
 import type { Logger } from '../log.ts';
 
 const CHANNEL = 'weld_session_revoked';
@@ -92,26 +92,21 @@ export class SessionRevocations {
       if (this.#client === client) this.#client = undefined;
       if (!this.#stopped) this.#retry(RECONNECT_MS.first);
     });
-    client.on('notification', (message) => {
-      if (message.channel !== CHANNEL || !message.payload) return;
-      const payload = message.payload;
-      // (A reporting login may NOTIFY too: what it sends is dropped, event-notifications.ts.)
-      (this.#senders
-        ? fromReportingLogin(this.#senders, message.processId)
-        : Promise.resolve(false)
-      ).then(
-        (reporting) => {
-          if (reporting) return;
-          try {
-            const { tenantId, sessionId } = JSON.parse(payload) as Record<string, string>;
-            if (tenantId && sessionId) this.#remember(tenantId, sessionId);
-          } catch {
-            this.#logger?.warn({ payload }, 'unreadable session revocation');
-          }
-        },
-        () => {}, // (the session broke: the reload after reconnecting reads what was missed)
-      );
-    });
+    // (A reporting login may NOTIFY too: what it sends is dropped.)
+    onServiceNotification(
+      client,
+      CHANNEL,
+      this.#senders,
+      (payload) => {
+        try {
+          const { tenantId, sessionId } = JSON.parse(payload) as Record<string, string>;
+          if (tenantId && sessionId) this.#remember(tenantId, sessionId);
+        } catch {
+          this.#logger?.warn({ payload }, 'unreadable session revocation');
+        }
+      },
+      () => {}, // (the session broke: the reload after reconnecting reads what was missed)
+    );
     try {
       await client.connect();
       await client.query(`listen ${CHANNEL}`);
