@@ -422,5 +422,6 @@ export const CASES: ResourceCase[] = [
 export const caseOf = (resource: Resource) => CASES.find((c) => c.resource === resource)!;
 export const writableOnUpdate = (c: ResourceCase, field: string) =>
   Boolean(c.resource.patchBody && field in c.resource.patchBody.shape);
-// Not filters: paging, the change filter, and the list's format (JSON or, for welds, CSV: imports.test.ts).
-export const LIST_PARAMETERS = ['limit', 'cursor', 'updatedSince', 'format'];
+// Not filters: paging, the change filter, the list's format (JSON or, for welds, CSV:
+// imports.test.ts) and its order (GET /welds?sort=: welds.test.ts).
+export const LIST_PARAMETERS = ['limit', 'cursor', 'updatedSince', 'format', 'sort'];
