@@ -14,6 +14,7 @@ import { problems } from './http/problem.ts';
 import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { limitParam, pageOf, sendJsonPage, whereOf, type Filters } from './pagination.ts';
+import { wantsCsv } from './resource.ts';
 
 interface Report {
   /** The path's last segment and the view's name (welder-performance: welder_performance). */
@@ -337,24 +338,15 @@ export function reportRoutes(pool: pg.Pool): Route[] {
           res.end();
           return;
         }
-        const after =
-          query.cursor &&
-          ([
-            `(${keySql.join(', ')}) > (${report.key.map(([, type]) => `?::${type}`).join(', ')})`,
-            query.cursor,
-          ] as const);
         const where = whereOf(filters);
         const values = [...where.values];
-        let sql = where.sql;
-        if (after) {
-          // (whereOf takes one value per condition; the key takes one per member.)
-          const placeholders = after[1].map((value) => {
-            values.push(value);
-            return `$${values.length}`;
-          });
-          let i = 0;
-          const condition = after[0].replace(/\?/g, () => placeholders[i++]!);
-          sql = sql ? `${sql} and ${condition}` : condition;
+        const conditions = where.sql ? [where.sql] : [];
+        if (query.cursor) {
+          // After the last row shown: its key, member by member, as the view's SQL types.
+          const first = values.length + 1;
+          values.push(...query.cursor);
+          const key = report.key.map(([, type], i) => `$${first + i}::${type}`);
+          conditions.push(`(${keySql.join(', ')}) > (${key.join(', ')})`);
         }
         values.push(query.limit + 1);
         const rows = await withContext(pool, callerContext(req), async (db) => {
@@ -362,7 +354,7 @@ export function reportRoutes(pool: pg.Pool): Route[] {
             prepared(
               `select row_to_json(x)::text as json, array[${keySql.map((k) => `${k}::text`).join(', ')}] as key
                  from ${view} r, lateral (select ${columns}) x
-                ${sql ? `where ${sql}` : ''}
+                ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
                 order by ${keySql.join(', ')} limit $${values.length}`,
               values,
             ),
@@ -384,10 +376,4 @@ function csvColumns(members: Array<[member: string, column: string]>): string {
       return `case when pg_typeof(${column}) = 'text'::regtype then weld_hidden.spreadsheet_text(${column}::text) else ${column}::text end as "${m}"`;
     })
     .join(', ');
-}
-
-/** ?format=csv, or no format and an Accept that prefers text/csv to JSON. */
-function wantsCsv(req: Request, format: unknown): boolean {
-  if (format !== undefined) return format === 'csv';
-  return req.accepts(['application/json', 'text/csv']) === 'text/csv';
 }

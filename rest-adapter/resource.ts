@@ -622,7 +622,7 @@ export async function inDatabase<T>(
 }
 
 /** ?format=csv, or no format and an Accept that prefers text/csv to JSON. */
-function wantsCsv(req: Request, format: unknown): boolean {
+export function wantsCsv(req: Request, format: unknown): boolean {
   if (format !== undefined) return format === 'csv';
   return req.accepts(['application/json', 'text/csv']) === 'text/csv';
 }
