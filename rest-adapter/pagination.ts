@@ -44,18 +44,18 @@ export const cursorParam = z
   });
 
 /**
- * The cursor of a list that may be sorted (ResourceSpec.sorts): either kind, as text, decoded by
- * idCursor or sortedCursor once the handler knows whether the list is sorted.
+ * The cursor of a list in an order of its own (a sorted resource list, a report): as text, decoded
+ * by keyCursor, or by idCursor when the list turns out to be in id order.
  */
 export const listCursorParam = z
   .string()
-  .regex(/^[A-Za-z0-9_-]{1,700}$/, 'not a cursor this service issued')
-  .describe('nextCursor of the previous page (of the same sort)');
+  .regex(/^[A-Za-z0-9_-]{1,1200}$/, 'not a cursor this service issued')
+  .describe('nextCursor of the previous page (of the same order)');
 
 const notACursor = () =>
   problems.validation([{ parameter: 'cursor', detail: 'not a cursor this service issued' }]);
 
-/** An unsorted list's cursor (the last id), or a 422. */
+/** An id-ordered list's cursor (the last id), or a 422. */
 export function idCursor(cursor: string): string {
   const parsed = cursorParam.safeParse(cursor);
   if (!parsed.success) throw notACursor();
@@ -63,31 +63,30 @@ export function idCursor(cursor: string): string {
 }
 
 /**
- * A sorted list's cursor: the sort it was issued for (so it cannot be replayed with another, which
- * would silently give wrong pages), the last item's key as text, and its id; or a 422.
+ * The cursor after the row whose key is `key` (texts) in the list ordered as `order` names it
+ * (a sort, or a report). The order is in the cursor, so a cursor replayed with another order is
+ * refused instead of giving wrong pages silently.
  */
-export function sortedCursor(cursor: string, sort: string): [key: string, id: string] {
+export function encodeKeyCursor(order: string, key: string[]): string {
+  return Buffer.from(JSON.stringify([order, ...key])).toString('base64url');
+}
+
+/** The key texts of a cursor encodeKeyCursor made for `order` and a key of `length`; or a 422. */
+export function keyCursor(cursor: string, order: string, length: number): string[] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (
       Array.isArray(value) &&
-      value.length === 3 &&
-      value[0] === sort &&
-      typeof value[1] === 'string' &&
-      typeof value[2] === 'string' &&
-      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value[2])
+      value.length === length + 1 &&
+      value[0] === order &&
+      value.every((v) => typeof v === 'string')
     ) {
-      return [value[1], value[2]];
+      return value.slice(1);
     }
   } catch {
     // (answered below)
   }
   throw notACursor();
-}
-
-/** The cursor of the page after `key` and `id` in a list sorted by `sort`. */
-export function encodeSortedCursor(sort: string, key: string, id: string): string {
-  return Buffer.from(JSON.stringify([sort, key, id])).toString('base64url');
 }
 
 export function encodeCursor(id: string): string {
@@ -177,32 +176,35 @@ export function jsonPageQuery(
 }
 
 /**
- * jsonPageQuery in another order: by `order.sql` (of SQL type `order.type`, never null), then id,
- * ascending or descending, after the key and id of the last item shown. Each row also answers its
- * key as text, for the next cursor.
+ * jsonPageQuery in another order: by `key` (SQL expressions over the rows, never null, the last
+ * making it unique, each with its SQL type), ascending or descending, after the key of the last
+ * row shown (its texts, as keyCursor gives them back; cast to the types, a text that is not one is
+ * a 22xxx the problem mapping answers). Each row also answers its key as texts, for the next
+ * cursor (encodeKeyCursor).
  */
-export function sortedPageQuery(
+export function keysetPageQuery(
   from: string,
   filters: Filters,
-  order: { sql: string; type: string; descending: boolean; after?: [string, string] | undefined },
+  key: Array<{ sql: string; type: string }>,
+  order: { descending: boolean; after?: string[] | undefined },
   limit: number,
 ): pg.QueryConfig {
   const where = whereOf(filters);
   const values = [...where.values];
   const conditions = where.sql ? [where.sql] : [];
+  const columns = key.map((k) => k.sql).join(', ');
   if (order.after) {
+    const first = values.length + 1;
     values.push(...order.after);
-    conditions.push(
-      `(${order.sql}, r.id) ${order.descending ? '<' : '>'} ` +
-        `($${values.length - 1}::${order.type}, $${values.length}::uuid)`,
-    );
+    const after = key.map((k, i) => `$${first + i}::${k.type}`).join(', ');
+    conditions.push(`(${columns}) ${order.descending ? '<' : '>'} (${after})`);
   }
   values.push(limit + 1);
   const direction = order.descending ? 'desc' : 'asc';
   return prepared(
-    `select row_to_json(x)::text as json, r.id, (${order.sql})::text as key
+    `select row_to_json(x)::text as json, array[${key.map((k) => `(${k.sql})::text`).join(', ')}] as key
        from ${from} ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
-      order by ${order.sql} ${direction}, r.id ${direction} limit $${values.length}`,
+      order by ${key.map((k) => `${k.sql} ${direction}`).join(', ')} limit $${values.length}`,
     values,
   );
 }

@@ -7,13 +7,23 @@
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
-import { prepared, withContext } from '../db/database.ts';
+import { withContext } from '../db/database.ts';
 import { copyCsvTo } from '../db/weld-register.ts';
 import { badParameter, common, content, json, page, queryParameters } from './http/operation.ts';
 import { problems } from './http/problem.ts';
 import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
-import { limitParam, pageOf, sendJsonPage, whereOf, type Filters } from './pagination.ts';
+import {
+  encodeKeyCursor,
+  keyCursor,
+  keysetPageQuery,
+  limitParam,
+  listCursorParam,
+  pageOf,
+  sendJsonPage,
+  whereOf,
+  type Filters,
+} from './pagination.ts';
 import { wantsCsv } from './resource.ts';
 
 interface Report {
@@ -236,32 +246,10 @@ const REPORTS: Report[] = [
   },
 ];
 
-const CursorOf = (report: Report) =>
-  z
-    .string()
-    .max(1200)
-    .regex(/^[A-Za-z0-9_-]+$/, 'not a cursor this service issued')
-    .transform((cursor, ctx) => {
-      try {
-        const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-        if (
-          Array.isArray(key) &&
-          key.length === report.key.length &&
-          key.every((v) => typeof v === 'string')
-        )
-          return key;
-      } catch {
-        // (answered below)
-      }
-      ctx.addIssue({ code: 'custom', message: 'not a cursor this service issued' });
-      return z.NEVER;
-    })
-    .describe('nextCursor of the previous page');
-
 function queryOfReport(report: Report) {
   return z.strictObject({
     limit: limitParam,
-    cursor: CursorOf(report).optional(),
+    cursor: listCursorParam.optional(),
     format: z
       .enum(['json', 'csv'])
       .optional()
@@ -304,7 +292,7 @@ export function reportRoutes(pool: pg.Pool): Route[] {
       handler: async (req: Request, res: Response) => {
         const query = queryOf(Query, req) as Record<string, unknown> & {
           limit: number;
-          cursor?: string[];
+          cursor?: string;
           format?: 'json' | 'csv';
         };
         const filters: Filters = Object.entries(report.filters).map(
@@ -338,32 +326,23 @@ export function reportRoutes(pool: pg.Pool): Route[] {
           res.end();
           return;
         }
-        const where = whereOf(filters);
-        const values = [...where.values];
-        const conditions = where.sql ? [where.sql] : [];
-        if (query.cursor) {
-          // After the last row shown: its key, member by member, as the view's SQL types.
-          const first = values.length + 1;
-          values.push(...query.cursor);
-          const key = report.key.map(([, type], i) => `$${first + i}::${type}`);
-          conditions.push(`(${keySql.join(', ')}) > (${key.join(', ')})`);
-        }
-        values.push(query.limit + 1);
+        const after =
+          query.cursor === undefined
+            ? undefined
+            : keyCursor(query.cursor, report.name, report.key.length);
         const rows = await withContext(pool, callerContext(req), async (db) => {
           const result = await db.query<{ json: string; key: string[] }>(
-            prepared(
-              `select row_to_json(x)::text as json, array[${keySql.map((k) => `${k}::text`).join(', ')}] as key
-                 from ${view} r, lateral (select ${columns}) x
-                ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
-                order by ${keySql.join(', ')} limit $${values.length}`,
-              values,
+            keysetPageQuery(
+              `${view} r, lateral (select ${columns}) x`,
+              filters,
+              report.key.map(([m, type]) => ({ sql: column(m), type })),
+              { descending: false, after },
+              query.limit,
             ),
           );
           return result.rows;
         });
-        sendJsonPage(req, res, rows, query.limit, (row) =>
-          Buffer.from(JSON.stringify(row.key)).toString('base64url'),
-        );
+        sendJsonPage(req, res, rows, query.limit, (row) => encodeKeyCursor(report.name, row.key));
       },
     };
   });

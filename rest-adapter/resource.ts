@@ -54,9 +54,9 @@ import {
   cursorParam,
   idCursor,
   listCursorParam,
-  encodeSortedCursor,
-  sortedCursor,
-  sortedPageQuery,
+  encodeKeyCursor,
+  keyCursor,
+  keysetPageQuery,
   encodeCursor,
   instantParam,
   jsonPageQuery,
@@ -735,22 +735,16 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
           return;
         }
         if (q.sort !== undefined) {
+          // By the sort's key, then id: the key a keyset page needs to be unique.
+          const key = [resource.sorts![q.sort.replace(/^-/, '')]!, { sql: 'r.id', type: 'uuid' }];
+          const after = q.cursor === undefined ? undefined : keyCursor(q.cursor, q.sort, 2);
           const descending = q.sort.startsWith('-');
-          const order = resource.sorts![q.sort.replace(/^-/, '')]!;
-          const after = q.cursor === undefined ? undefined : sortedCursor(q.cursor, q.sort);
           const { rows } = await inDatabase(pool, req, (db) =>
-            db.query<JsonItem & { key: string }>(
-              sortedPageQuery(
-                itemsFrom(resource),
-                filters,
-                { ...order, descending, after },
-                q.limit,
-              ),
+            db.query<{ json: string; key: string[] }>(
+              keysetPageQuery(itemsFrom(resource), filters, key, { descending, after }, q.limit),
             ),
           );
-          sendJsonPage(req, res, rows, q.limit, (row) =>
-            encodeSortedCursor(q.sort!, row.key, row.id),
-          );
+          sendJsonPage(req, res, rows, q.limit, (row) => encodeKeyCursor(q.sort!, row.key));
           return;
         }
         // (A sortable list takes either cursor as text; the others' is decoded already.)
