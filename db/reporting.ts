@@ -64,6 +64,12 @@ export async function addReportingLogin(
     await root.query(`alter role ${role} set default_transaction_read_only = on`);
     await root.query(`alter role ${role} set idle_in_transaction_session_timeout = '60s'`);
     await root.query(`alter role ${role} set search_path = weld_reports, weld_public`);
+    // A bound on the temporary files one query may write (sorts, hashes): only a superuser may
+    // set or raise it, so the session cannot (with a root that is not one, it stays unbounded).
+    const { rows } = await root.query<{ superuser: boolean }>(
+      'select rolsuper as superuser from pg_roles where rolname = current_user',
+    );
+    if (rows[0]?.superuser) await root.query(`alter role ${role} set temp_file_limit = '1GB'`);
     // This database only (the service may share its cluster with others).
     await root.query(
       `grant connect on database ${pg.escapeIdentifier(await database(root))} to ${role}`,

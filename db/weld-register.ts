@@ -205,6 +205,10 @@ async function importWelds(
         LONG_STATEMENT_MS,
       ),
     );
+    // What waits for the commit (the deferred triggers: the report rollups of every changed weld,
+    // the events) runs now, under the import's own limit rather than the commit's short client
+    // timeout; nothing is written after it, so it sees what the commit would have seen.
+    await db.query(withQueryTimeout({ text: 'set constraints all immediate' }, LONG_STATEMENT_MS));
     return { ok: true, dryRun: false, record: applied.rows[0]!.record };
   } catch (error) {
     if (!(error instanceof pg.DatabaseError && error.code === 'WD014')) throw error;

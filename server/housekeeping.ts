@@ -23,7 +23,13 @@ export interface Housekeeping {
 export function startHousekeeping(
   pool: pg.Pool,
   logger: Logger,
-  options: { eventRetentionDays: number; everyMs?: number; reapEveryMs?: number },
+  options: {
+    eventRetentionDays: number;
+    everyMs?: number;
+    reapEveryMs?: number;
+    /** The pool the reaper uses (the health probes' small one: the request pool may be full). */
+    reapPool?: pg.Pool;
+  },
 ): Housekeeping {
   const everyMs = options.everyMs ?? PURGE_EVERY_MS;
   const reapEveryMs = options.reapEveryMs ?? REAP_EVERY_MS;
@@ -49,7 +55,7 @@ export function startHousekeeping(
   const reap = () => {
     if (reaping) return; // (a slow round is not overtaken by the next)
     reaping = true;
-    pool
+    (options.reapPool ?? pool)
       .query<{ cancelled: number; ended: number }>(
         'select * from weld_hidden.reap_reporting_sessions()',
       )

@@ -103,6 +103,7 @@ async function main(): Promise<void> {
   await revocations.start();
   const housekeeping = startHousekeeping(pool, logger, {
     eventRetentionDays: config.events.retentionDays,
+    reapPool: controlPool,
   });
   const notifications = new EventNotifications(target.authenticatorUrl, {
     onError: (error) => logger.warn({ err: error }, 'event listener connection failed'),

@@ -156,6 +156,9 @@ test('a reporting login writes nothing, becomes no other role, reads no private 
   // Nor a large object (no table's grant needed to write one, and its owner could not be dropped).
   t.is(await code(bi.query(`select lo_from_bytea(0, 'x')`)), '42501');
   t.is(await code(bi.query(`select lo_create(0)`)), '42501');
+  // Its temporary files are bounded, and only a superuser could lift the bound.
+  t.is((await bi.query('show temp_file_limit')).rows[0].temp_file_limit, '1GB');
+  t.is(await code(bi.query(`set temp_file_limit = -1`)), '42501');
   t.is(await code(bi.query(`select weld_hidden.purge_events(0)`)), '42501');
   t.is(await code(bi.query(`select * from weld_hidden.reap_reporting_sessions()`)), '42501');
   t.is(await code(bi.query(`create table weld_public.mine (x int)`)), '42501');
@@ -164,7 +167,7 @@ test('a reporting login writes nothing, becomes no other role, reads no private 
 
 test('a statement over the limit is cancelled by the service even after SET statement_timeout = 0', async (t) => {
   t.timeout(60_000);
-  const { target, login } = await world(t);
+  const { target, login, url } = await world(t);
   const bi = await login();
   await bi.query('set statement_timeout = 0');
   const server = createPool(target.authenticatorUrl, { max: 1 });
@@ -180,6 +183,16 @@ test('a statement over the limit is cancelled by the service even after SET stat
   t.true(took >= 1900 && took < 6000, `cancelled after ${took} ms (limit 2 s)`);
   // A statement within the limit runs.
   t.is(await code(bi.query('select pg_sleep(0.5)')), 'ok');
+  // Connected to another database of the cluster, where its limits would not hold: ended.
+  const elsewhere = new URL(url);
+  elsewhere.pathname = '/postgres';
+  const away = await login(elsewhere.toString());
+  let outcome = 'ok';
+  for (let i = 0; i < 30 && outcome === 'ok'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    outcome = await code(away.query('select 1'));
+  }
+  t.not(outcome, 'ok', 'its session in the postgres database was ended');
 });
 
 test('url gives a new password (the old one stops working); remove ends the sessions and the login', async (t) => {
