@@ -8,16 +8,111 @@
 //
 // And every REAP_EVERY_MS, the reporting logins' limits (weld_hidden.reap_reporting_sessions): a BI
 // tool's statement over its login's limit is cancelled, whatever statement_timeout the session set.
+//
+// And every REFRESH_EVERY_MS, a round of the refresh of the slow reports' kept rows (examination
+// progress, the package board, qualification expiry; migration 000035): one bounded call of
+// weld_hidden.refresh_reports for each tenant with writes noted, or welders not computed today, so
+// that no tenant waits for another's backlog; what a call leaves over, the next round takes. The
+// reports are exact without it (they compute what is noted); it keeps them fast. Two instances
+// never refresh one tenant at once (an advisory lock per tenant).
 import type pg from 'pg';
+import { withQueryTimeout } from '../db/database.ts';
 import type { Logger } from '../rest-adapter/http/log.ts';
 
 export const PURGE_EVERY_MS = 15 * 60_000;
 export const REAP_EVERY_MS = 1_000;
+export const REFRESH_EVERY_MS = 1_000;
+
+/** One call's limit: the function's chunks (100 lines, 20 packages, 100 welders) take seconds. */
+const REFRESH_TIMEOUT_MS = 60_000;
+
+export interface RefreshRound {
+  /** Tenants refreshed (not those another instance was refreshing). */
+  tenants: number;
+  lines: number;
+  packages: number;
+  welders: number;
+  /** What the calls left for the next round. */
+  leftOver: number;
+  failed: Array<{ tenantId: string; error: unknown }>;
+}
+
+/**
+ * One round: a call of weld_hidden.refresh_reports for each tenant that has something to
+ * refresh, each in its own REPEATABLE READ transaction (the function requires it). A tenant whose
+ * call fails is listed in `failed`, and the round goes on with the next; `stopped` ends it early.
+ */
+export async function refreshReports(
+  pool: pg.Pool,
+  stopped: () => boolean = () => false,
+): Promise<RefreshRound> {
+  const round: RefreshRound = {
+    tenants: 0,
+    lines: 0,
+    packages: 0,
+    welders: 0,
+    leftOver: 0,
+    failed: [],
+  };
+  const { rows } = await pool.query<{ tenant_id: string }>(
+    'select t as tenant_id from weld_hidden.reports_due() t',
+  );
+  for (const { tenant_id: tenantId } of rows) {
+    if (stopped()) break;
+    try {
+      const done = await refreshTenant(pool, tenantId);
+      if (!done) continue; // another instance is refreshing it
+      round.tenants += 1;
+      round.lines += done.lines;
+      round.packages += done.packages;
+      round.welders += done.welders;
+      round.leftOver += done.left_over;
+    } catch (error) {
+      round.failed.push({ tenantId, error });
+    }
+  }
+  return round;
+}
+
+async function refreshTenant(pool: pg.Pool, tenantId: string) {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('begin isolation level repeatable read');
+    await client.query(`select set_config('statement_timeout', $1, true)`, [
+      String(REFRESH_TIMEOUT_MS),
+    ]);
+    const result = await client.query<{
+      lines: number;
+      packages: number;
+      welders: number;
+      left_over: number;
+    }>(
+      withQueryTimeout(
+        { text: 'select * from weld_hidden.refresh_reports($1)', values: [tenantId] },
+        REFRESH_TIMEOUT_MS,
+      ),
+    );
+    await client.query('commit');
+    return result.rows[0];
+  } catch (error) {
+    if ((error as Error).message === 'Query read timeout') {
+      // The server stopped answering: dropping the connection ends its transaction.
+      broken = error as Error;
+    } else {
+      await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
+    }
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
 
 export interface Housekeeping {
   /** Runs one purge now; resolves with what it deleted (deleted_sessions, ...). */
   purgeNow(): Promise<Record<string, number>>;
-  stop(): void;
+  /** Stops the timers; resolves when the refresh call in flight has ended. */
+  stop(): Promise<void>;
 }
 
 export function startHousekeeping(
@@ -29,6 +124,7 @@ export function startHousekeeping(
     reapEveryMs?: number;
     /** The pool the reaper uses (the health probes' small one: the request pool may be full). */
     reapPool?: pg.Pool;
+    refreshEveryMs?: number;
   },
 ): Housekeeping {
   const everyMs = options.everyMs ?? PURGE_EVERY_MS;
@@ -69,7 +165,33 @@ export function startHousekeeping(
       )
       .finally(() => (reaping = false));
   };
+  let stopped = false;
+  let refreshing: Promise<void> | undefined;
+  const refresh = () => {
+    if (refreshing || stopped) return; // (a slow round is not overtaken by the next)
+    refreshing = refreshReports(pool, () => stopped)
+      .then(
+        (round) => {
+          if (round.tenants)
+            logger.debug({ refreshed: { ...round, failed: undefined } }, 'report rows refreshed');
+          for (const { tenantId, error } of round.failed) {
+            // Overtaken by another instance's refresh of the tenant (40001): the next round
+            // runs it again.
+            const code = (error as { code?: string }).code;
+            if (code === '40001') {
+              logger.debug({ tenantId }, 'report refresh overtaken; next round');
+            } else {
+              logger.warn({ err: error, tenantId }, 'refreshing report rows failed');
+            }
+          }
+        },
+        (error: unknown) => logger.warn({ err: error }, 'refreshing report rows failed'),
+      )
+      .finally(() => (refreshing = undefined));
+  };
   const first = setTimeout(run, 1_000);
+  const refresher = setInterval(refresh, options.refreshEveryMs ?? REFRESH_EVERY_MS);
+  refresher.unref();
   const timer = setInterval(run, everyMs);
   const reaper = setInterval(reap, reapEveryMs);
   first.unref();
@@ -77,10 +199,13 @@ export function startHousekeeping(
   reaper.unref();
   return {
     purgeNow,
-    stop: () => {
+    stop: async () => {
+      stopped = true;
       clearTimeout(first);
       clearInterval(timer);
       clearInterval(reaper);
+      clearInterval(refresher);
+      await refreshing; // the call in flight ends; the round stops there
     },
   };
 }

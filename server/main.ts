@@ -193,8 +193,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     draining = true;
-    logger.info({ signal }, 'stopping: finishing in-flight requests');
+    // Closed before it is said: whoever reads "stopping" finds no new connection taken.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    logger.info({ signal }, 'stopping: finishing in-flight requests');
     // Event streams never finish on their own: end them now (clients reconnect elsewhere).
     await notifications.stop();
     server.closeIdleConnections();
@@ -202,7 +203,7 @@ async function main(): Promise<void> {
     await closed;
     clearTimeout(force);
     await graphql.release().catch(() => {}); // a failed build has nothing to release
-    housekeeping.stop();
+    await housekeeping.stop();
     await webhookWorker?.stop();
     await revocations.stop();
     await graphqlPool.end();

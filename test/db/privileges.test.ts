@@ -304,6 +304,20 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.queue_report_facts(tenant uuid, ids uuid[])': owner,
     'weld_private.refresh_report_facts(tenant uuid, weld_ids uuid[])': owner,
     'weld_private.report_facts_of(tenant uuid, weld_ids uuid[])': owner,
+    // The kept report rows (F17): writes note what they changed (the triggers, as the owner); the
+    // report functions and the refresh (weld_rules) read the notes and compute what is noted;
+    // the server's housekeeping calls the refresh, and asks which tenants need one.
+    'weld_private.tg__report_stale()': owner,
+    'weld_private.mark_report_stale(tenant uuid, kind text, keys text[])': rules,
+    'weld_private.report_stale_parts(wanted text[], OUT lines text[], OUT packages uuid[], OUT welders uuid[])':
+      rules,
+    'weld_private.packages_reading(lines text[], iso_ids uuid[], wps_ids uuid[], welder_ids uuid[])':
+      rules,
+    'weld_private.package_board_row(test_package weld_public.test_packages, OUT reasons integer, OUT reasons_by_code jsonb, OUT welds integer, OUT welds_accepted integer)':
+      rules,
+    'weld_hidden.refresh_reports(tenant uuid, max_lines integer, max_packages integer, max_welders integer)':
+      server(rules),
+    'weld_hidden.reports_due()': server(owner),
     'weld_private.tg_welds__iso_weld_counts_move()': owner,
     'weld_private.tg__selection_closure()': owner,
     'weld_private.tg__selection_outbox()': owner,
@@ -555,6 +569,9 @@ const serverOnly = (userId: string): Array<[string, string, unknown[]]> => [
   ['purge_events', 'select * from weld_hidden.purge_events(1)', []],
   ['place_events', 'select weld_hidden.place_events()', []],
   ['waiting_tenants', 'select * from weld_hidden.waiting_tenants()', []],
+  // The kept report rows' refresh (F17): which tenants have writes noted, and the refresh itself.
+  ['reports_due', 'select * from weld_hidden.reports_due()', []],
+  ['refresh_reports', 'select * from weld_hidden.refresh_reports(gen_random_uuid())', []],
   [
     'claim_webhook_deliveries',
     `select * from weld_hidden.claim_webhook_deliveries('attacker', 60, 10)`,

@@ -645,7 +645,7 @@ test("the server's housekeeping purges idempotency keys and old events with the 
     eventRetentionDays: 30,
     everyMs: 3_600_000,
   });
-  housekeeping.stop();
+  await housekeeping.stop();
   t.deepEqual(await housekeeping.purgeNow(), {
     deleted_throttle_rows: 0,
     deleted_refresh_tokens: 0,
