@@ -9,8 +9,17 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { withContext } from '../db/database.ts';
 import { copyCsvTo } from '../db/weld-register.ts';
-import { badParameter, common, content, json, page, queryParameters } from './http/operation.ts';
-import { problems } from './http/problem.ts';
+import {
+  badParameter,
+  common,
+  content,
+  json,
+  page,
+  problem,
+  queryParameters,
+} from './http/operation.ts';
+import { inFlightOf } from './http/in-flight.ts';
+import { problemOf, problems } from './http/problem.ts';
 import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import {
@@ -47,6 +56,13 @@ interface Report {
  * milliseconds, so not the register export's 10 minutes (a client could hold connections with it).
  */
 const REPORT_FILE_MS = 30_000;
+
+/**
+ * Report requests one tenant may have in progress on an instance at once: a report over many
+ * changed lines or packages runs their rules, seconds on the largest tenants, and a tenant's
+ * dashboards polling together must not take every connection of the pool.
+ */
+export const REPORTS_PER_TENANT = 4;
 
 const snake = (member: string) => member.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const date = z.iso.date({ error: 'must be a date (2026-03-01)' });
@@ -132,7 +148,7 @@ const REPORTS: Report[] = [
     schema: 'ExaminationProgressRow',
     summary: 'Random examination per designated lot and method (B31.3 341.4.1)',
     description:
-      'Per designated lot and NDT method: the welds that can be sampled, the welders, what the percent requires (each welder represented), drawn, examined, accepted, the shortfall, open progressive selections and the welders not yet represented: what an auditor checks against B31.3 341.4.1. Computed from the tables when read: on the largest tenants it takes long (see the docs).',
+      'Per designated lot and NDT method: the welds that can be sampled, the welders, what the percent requires (each welder represented), drawn, examined, accepted, the shortfall, open progressive selections and the welders not yet represented: what an auditor checks against B31.3 341.4.1. Kept per line and exact at every read: a line written to since the last refresh (each second) is computed when read.',
     row: z.object({
       method: z.string(),
       lot: z.string().describe('the lot key: the line, or line and welder stamp'),
@@ -166,7 +182,7 @@ const REPORTS: Report[] = [
     schema: 'TestPackageBoardRow',
     summary: 'Every test package: state, readiness reasons counted, welds accepted of total',
     description:
-      'Per test package: its state, ready or not, the count of each readiness reason (GET /test-packages/{id}/readiness lists them), its welds (VOIDED ones left out) and how many are ACCEPTED. Computed from the tables when read: on the largest tenants it takes long (see the docs).',
+      'Per test package: its state, ready or not, the count of each readiness reason (GET /test-packages/{id}/readiness lists them), its welds (VOIDED ones left out) and how many are ACCEPTED. Kept per package and exact at every read: a package written to since the last refresh (each second) is computed when read, at the cost of its readiness.',
     row: z.object({
       testPackageId: z.uuid(),
       packageNumber: z.string(),
@@ -215,7 +231,7 @@ const REPORTS: Report[] = [
     schema: 'QualificationExpiryRow',
     summary: 'Welder qualifications that stop within 90 days (expiry or continuity)',
     description:
-      'The qualifications of active welders in force today that stop within 90 days, by their expiry date or by continuity (ASME IX QW-322.1(a): no recorded use of the process for the tenant\u2019s continuity months), whichever comes first; soonest first.',
+      'The qualifications of active welders in force today that stop within 90 days, by their expiry date or by continuity (ASME IX QW-322.1(a): no recorded use of the process for the tenant\u2019s continuity months), whichever comes first; soonest first. Kept per welder and day, exact at every read.',
     row: z.object({
       welderId: z.uuid(),
       welderStamp: z.string(),
@@ -260,7 +276,13 @@ function queryOfReport(report: Report) {
   });
 }
 
+/** How many report requests a tenant has in progress on the service of `pool` (for tests). */
+export function reportsInFlightOf(pool: pg.Pool, tenantId: string): number {
+  return inFlightOf(pool, 'reports').count(tenantId);
+}
+
 export function reportRoutes(pool: pg.Pool): Route[] {
+  const inFlight = inFlightOf(pool, 'reports');
   return REPORTS.map((report) => {
     const Query = queryOfReport(report);
     const view = `weld_reports.${snake(report.name.replaceAll('-', '_'))}`;
@@ -285,66 +307,87 @@ export function reportRoutes(pool: pg.Pool): Route[] {
             },
           },
           '422': badParameter,
+          '429': problem(
+            `/problems/too-many-reports: the tenant already has ${REPORTS_PER_TENANT} report requests in progress on this instance; Retry-After`,
+          ),
           ...common,
         },
         schemas: { [`${report.schema}Page`]: json(pageOf(report.row)) },
       },
       handler: async (req: Request, res: Response) => {
-        const query = queryOf(Query, req) as Record<string, unknown> & {
-          limit: number;
-          cursor?: string;
-          format?: 'json' | 'csv';
-        };
-        const filters: Filters = Object.entries(report.filters).map(
-          ([name, f]) => query[name] !== undefined && ([f.sql, query[name]] as const),
-        );
-        if (wantsCsv(req, query.format)) {
-          if (query.cursor !== undefined || req.query.limit !== undefined) {
-            throw problems.validation(
-              ['limit', 'cursor']
-                .filter((p) => req.query[p] !== undefined)
-                .map((parameter) => ({
-                  parameter,
-                  detail: 'does not apply to a CSV file (no pages)',
-                })),
-            );
-          }
-          const where = whereOf(filters);
-          res.setHeader('Content-Type', 'text/csv; charset=utf-8');
-          res.setHeader('Content-Disposition', `attachment; filename="${report.name}.csv"`);
-          res.setHeader('Cache-Control', 'private, no-cache');
-          await withContext(pool, callerContext(req), (db) =>
-            copyCsvTo(
-              db,
-              `select ${csvColumns(members.map((m) => [m, column(m)]))} from ${view} r
-                ${where.sql ? `where ${where.sql}` : ''} order by ${keySql.join(', ')}`,
-              where.values,
-              res,
-              REPORT_FILE_MS,
-            ),
-          );
-          res.end();
-          return;
+        const done = inFlight.take(req.tenant!.id, REPORTS_PER_TENANT);
+        if (!done) {
+          throw problemOf('too-many-reports', {
+            detail:
+              `This tenant already has ${REPORTS_PER_TENANT} report requests in progress, the most ` +
+              'allowed at once; ask again when one of them has answered.',
+            extensions: { limit: REPORTS_PER_TENANT },
+            headers: { 'Retry-After': '1' },
+          });
         }
-        const after =
-          query.cursor === undefined
-            ? undefined
-            : keyCursor(query.cursor, report.name, report.key.length);
-        const rows = await withContext(pool, callerContext(req), async (db) => {
-          const result = await db.query<{ json: string; key: string[] }>(
-            keysetPageQuery(
-              `${view} r, lateral (select ${columns}) x`,
-              filters,
-              report.key.map(([m, type]) => ({ sql: column(m), type })),
-              { descending: false, after },
-              query.limit,
-            ),
-          );
-          return result.rows;
-        });
-        sendJsonPage(req, res, rows, query.limit, (row) => encodeKeyCursor(report.name, row.key));
+        try {
+          await answer(req, res);
+        } finally {
+          done();
+        }
       },
     };
+
+    async function answer(req: Request, res: Response) {
+      const query = queryOf(Query, req) as Record<string, unknown> & {
+        limit: number;
+        cursor?: string;
+        format?: 'json' | 'csv';
+      };
+      const filters: Filters = Object.entries(report.filters).map(
+        ([name, f]) => query[name] !== undefined && ([f.sql, query[name]] as const),
+      );
+      if (wantsCsv(req, query.format)) {
+        if (query.cursor !== undefined || req.query.limit !== undefined) {
+          throw problems.validation(
+            ['limit', 'cursor']
+              .filter((p) => req.query[p] !== undefined)
+              .map((parameter) => ({
+                parameter,
+                detail: 'does not apply to a CSV file (no pages)',
+              })),
+          );
+        }
+        const where = whereOf(filters);
+        res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+        res.setHeader('Content-Disposition', `attachment; filename="${report.name}.csv"`);
+        res.setHeader('Cache-Control', 'private, no-cache');
+        await withContext(pool, callerContext(req), (db) =>
+          copyCsvTo(
+            db,
+            `select ${csvColumns(members.map((m) => [m, column(m)]))} from ${view} r
+                ${where.sql ? `where ${where.sql}` : ''} order by ${keySql.join(', ')}`,
+            where.values,
+            res,
+            REPORT_FILE_MS,
+          ),
+        );
+        res.end();
+        return;
+      }
+      const after =
+        query.cursor === undefined
+          ? undefined
+          : keyCursor(query.cursor, report.name, report.key.length);
+      const rows = await withContext(pool, callerContext(req), async (db) => {
+        const result = await db.query<{ json: string; key: string[] }>(
+          keysetPageQuery(
+            `${view} r, lateral (select ${columns}) x`,
+            filters,
+            report.key.map(([m, type]) => ({ sql: column(m), type })),
+            { descending: false, after },
+            query.limit,
+          ),
+        );
+        return result.rows;
+      });
+      sendJsonPage(req, res, rows, query.limit, (row) => encodeKeyCursor(report.name, row.key));
+    }
   });
 }
 

@@ -18,6 +18,7 @@ import {
   type ProblemTypeEntry,
 } from '../rest-adapter/http/problem-types.ts';
 import { IMPORTS_PER_TENANT } from '../rest-adapter/imports.ts';
+import { REPORTS_PER_TENANT } from '../rest-adapter/reports.ts';
 import { serviceDocument } from './helpers/service-document.ts';
 import { MAX_WEBHOOK_TESTS_PER_TENANT, MAX_WEBHOOKS_PER_TENANT } from '../rest-adapter/webhooks.ts';
 
@@ -25,6 +26,7 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
 const LIMITS: ProblemLimits = {
   importsPerTenant: IMPORTS_PER_TENANT,
+  reportsPerTenant: REPORTS_PER_TENANT,
   importErrors: MAX_IMPORT_ERRORS,
   webhooksPerTenant: MAX_WEBHOOKS_PER_TENANT,
   webhookTestsPerTenant: MAX_WEBHOOK_TESTS_PER_TENANT,

@@ -38,6 +38,8 @@ export interface ProblemLimits {
   webhooksPerTenant: number;
   /** MAX_WEBHOOK_TESTS_PER_TENANT, rest-adapter/webhooks.ts */
   webhookTestsPerTenant: number;
+  /** REPORTS_PER_TENANT, rest-adapter/reports.ts */
+  reportsPerTenant: number;
 }
 
 export interface ProblemTypeEntry {
@@ -290,6 +292,12 @@ export const PROBLEM_TYPES = {
       '`POST /imports/welds`: welds of the file changed between its check and its write (a PATCH meanwhile); nothing was imported; `errors` names their lines, `errorCount` counts them: upload the file again',
     sqlstates: ['WD014'],
     members: z.object({ errors: list, errorCount: z.number().optional().catch(undefined) }),
+  },
+  'too-many-reports': {
+    status: 429,
+    title: 'Too many reports at once',
+    description:
+      '`GET /reports/...`: the tenant already has {{reportsPerTenant}} report requests in progress on this instance, the most allowed at once; `limit`, `Retry-After`',
   },
   'too-many-imports': {
     status: 429,

@@ -9,6 +9,7 @@ import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
+import { REPORTS_PER_TENANT, reportsInFlightOf } from '../../rest-adapter/reports.ts';
 import { request } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';
 
@@ -333,4 +334,50 @@ test("the queries of docs/graphql.md's QC manager's questions run and answer", a
     t.truthy(data, title);
     for (const [field, value] of Object.entries(data!)) t.not(value, null, `${title}: ${field}`);
   }
+});
+
+test('a tenant has at most REPORTS_PER_TENANT report requests in progress: one more is 429, others unaffected', async (t) => {
+  t.timeout(120_000);
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const ids: Record<string, string> = {};
+  for (const slug of ['busy', 'calm']) {
+    ids[slug] = (await addTenant(owner, { slug, origins: [`http://${slug}.test`] })).id;
+    await addRoleUsers(owner, slug);
+  }
+  const { port, pool } = await startServer(t, target);
+  const session = async (slug: string) => {
+    const token = (await login(port, `${slug}.test`, 'viewer')).json.accessToken as string;
+    return (path: string) =>
+      request(port, { path, host: `${slug}.test`, headers: { authorization: `Bearer ${token}` } });
+  };
+  const busy = await session('busy');
+  const calm = await session('calm');
+
+  // The board's kept rows locked by a DBA's transaction: the busy tenant's board requests wait.
+  const blocker = await ownerClient(target);
+  t.teardown(() => blocker.end().catch(() => {}));
+  await blocker.query('begin; lock table weld_private.package_board_rows in access exclusive mode');
+  const waiting = Array.from({ length: REPORTS_PER_TENANT }, () =>
+    busy('/reports/test-package-board'),
+  );
+  for (let i = 0; reportsInFlightOf(pool, ids.busy!) < REPORTS_PER_TENANT && i < 400; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  t.is(reportsInFlightOf(pool, ids.busy!), REPORTS_PER_TENANT);
+
+  const refused = await busy('/reports/examination-backlog');
+  t.is(refused.status, 429, refused.text);
+  t.like(refused.json, { type: '/problems/too-many-reports', limit: REPORTS_PER_TENANT });
+  t.is(refused.headers['retry-after'], '1');
+  // The /api prefix is the same service: the same count.
+  t.is((await busy('/api/reports/examination-backlog')).status, 429);
+  // Another tenant's reports are its own.
+  t.is((await calm('/reports/examination-backlog')).status, 200);
+
+  await blocker.query('commit');
+  for (const answer of await Promise.all(waiting)) t.is(answer.status, 200, answer.text);
+  t.is(reportsInFlightOf(pool, ids.busy!), 0);
+  t.is((await busy('/reports/examination-backlog')).status, 200);
 });
