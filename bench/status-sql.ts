@@ -37,6 +37,7 @@ const VARIANTS: Array<[string, string[]]> = [
       'weld_public.weld_status_history:_510_report_facts_insert',
     ],
   ],
+  ['without the report notes (F17 kept rows)', ['weld_public.welds:_520_report_stale_update']],
   [
     'without the history triggers',
     [
