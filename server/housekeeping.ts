@@ -25,6 +25,8 @@ export const REFRESH_EVERY_MS = 1_000;
 
 /** One call's limit: the function's chunks (100 lines, 20 packages, 100 welders) take seconds. */
 const REFRESH_TIMEOUT_MS = 60_000;
+/** A call's chunks, at full size (the function's defaults). */
+const CHUNKS = { lines: 100, packages: 20, welders: 100 };
 
 export interface RefreshRound {
   /** Tenants refreshed (not those another instance was refreshing). */
@@ -41,11 +43,15 @@ export interface RefreshRound {
  * One round: a call of weld_hidden.refresh_reports for each tenant that has something to
  * refresh, each in its own REPEATABLE READ transaction (the function requires it). A tenant whose
  * call fails is listed in `failed`, and the round goes on with the next; `stopped` ends it early.
+ * `scales` (kept across rounds by the housekeeping) shrinks a tenant's chunks by half after each
+ * failed call and grows them back after each that succeeds, so a tenant whose packages are too
+ * large for a call's time still makes progress, a package at a time.
  */
 export async function refreshReports(
   pool: pg.Pool,
-  stopped: () => boolean = () => false,
+  options: { stopped?: () => boolean; scales?: Map<string, number> } = {},
 ): Promise<RefreshRound> {
+  const { stopped = () => false, scales = new Map<string, number>() } = options;
   const round: RefreshRound = {
     tenants: 0,
     lines: 0,
@@ -59,22 +65,27 @@ export async function refreshReports(
   );
   for (const { tenant_id: tenantId } of rows) {
     if (stopped()) break;
+    const scale = scales.get(tenantId) ?? 1;
     try {
-      const done = await refreshTenant(pool, tenantId);
+      const done = await refreshTenant(pool, tenantId, scale);
       if (!done) continue; // another instance is refreshing it
+      if (scale * 2 < 1) scales.set(tenantId, scale * 2);
+      else scales.delete(tenantId);
       round.tenants += 1;
       round.lines += done.lines;
       round.packages += done.packages;
       round.welders += done.welders;
       round.leftOver += done.left_over;
     } catch (error) {
+      scales.set(tenantId, Math.max(scale / 2, 1 / 128));
       round.failed.push({ tenantId, error });
     }
   }
   return round;
 }
 
-async function refreshTenant(pool: pg.Pool, tenantId: string) {
+async function refreshTenant(pool: pg.Pool, tenantId: string, scale: number) {
+  const chunk = (size: number) => Math.max(1, Math.floor(size * scale));
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
@@ -89,7 +100,10 @@ async function refreshTenant(pool: pg.Pool, tenantId: string) {
       left_over: number;
     }>(
       withQueryTimeout(
-        { text: 'select * from weld_hidden.refresh_reports($1)', values: [tenantId] },
+        {
+          text: 'select * from weld_hidden.refresh_reports($1, $2, $3, $4)',
+          values: [tenantId, chunk(CHUNKS.lines), chunk(CHUNKS.packages), chunk(CHUNKS.welders)],
+        },
         REFRESH_TIMEOUT_MS,
       ),
     );
@@ -167,21 +181,30 @@ export function startHousekeeping(
   };
   let stopped = false;
   let refreshing: Promise<void> | undefined;
+  const scales = new Map<string, number>();
+  // A tenant whose refresh keeps failing is said once a minute, not every second.
+  const warned = new Map<string, number>();
   const refresh = () => {
     if (refreshing || stopped) return; // (a slow round is not overtaken by the next)
-    refreshing = refreshReports(pool, () => stopped)
+    refreshing = refreshReports(pool, { stopped: () => stopped, scales })
       .then(
         (round) => {
-          if (round.tenants)
+          if (round.tenants) {
             logger.debug({ refreshed: { ...round, failed: undefined } }, 'report rows refreshed');
+          }
           for (const { tenantId, error } of round.failed) {
             // Overtaken by another instance's refresh of the tenant (40001): the next round
             // runs it again.
             const code = (error as { code?: string }).code;
-            if (code === '40001') {
-              logger.debug({ tenantId }, 'report refresh overtaken; next round');
+            const last = warned.get(tenantId) ?? 0;
+            if (code === '40001' || Date.now() - last < 60_000) {
+              logger.debug({ err: error, tenantId }, 'report refresh failed; next round');
             } else {
-              logger.warn({ err: error, tenantId }, 'refreshing report rows failed');
+              warned.set(tenantId, Date.now());
+              logger.warn(
+                { err: error, tenantId, scale: scales.get(tenantId) },
+                'refreshing report rows failed; smaller chunks next round',
+              );
             }
           }
         },

@@ -240,12 +240,24 @@ test('the housekeeping refreshes each tenant a chunk a round, skips one that fai
     `insert into weld_private.report_stale (tenant_id, kind, keys) values ($1, 'iso', '{not-a-uuid}')`,
     [a.tenantId],
   );
-  const failing = await refreshReports(pool);
+  await owner.query(
+    `insert into weld_public.test_packages (tenant_id, package_number, test_medium)
+     select $1, 'TQ-' || n, 'hydro' from generate_series(1, 30) n`,
+    [a.tenantId],
+  );
+  const scales = new Map<string, number>();
+  const failing = await refreshReports(pool, { scales });
   t.is(failing.failed.length, 1);
   t.is(failing.failed[0]!.tenantId, a.tenantId);
   t.is((failing.failed[0]!.error as { code?: string }).code, '22P02');
   t.deepEqual(await due(), [a.tenantId]);
+  // Its next call takes half the chunks (a call too large for its time makes progress), and the
+  // one after that the whole again.
+  t.is(scales.get(a.tenantId), 0.5);
   await owner.query(`delete from weld_private.report_stale where keys = '{not-a-uuid}'`);
+  t.like(await refreshReports(pool, { scales }), { packages: 10, leftOver: 20, failed: [] });
+  t.false(scales.has(a.tenantId));
+  t.like(await refreshReports(pool, { scales }), { packages: 20, leftOver: 0 });
 
   // A welder computed on another day is due again (the qualifications depend on the date).
   await refreshReports(pool);
