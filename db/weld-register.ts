@@ -452,14 +452,19 @@ export async function copyCsvTo(
     `select set_config('statement_timeout', '${statementTimeoutMs}ms', true), ` +
       `set_config('datestyle', 'ISO, YMD', true)`,
   );
+  // A BOM first: without it, Excel reads the file in the computer's legacy code page. Written
+  // before the COPY starts: a client gone already (a destroyed response answers write() with
+  // false and never drains) ends the work here, with no COPY left half-read on the connection.
+  if (!out.destroyed && !out.write('\uFEFF')) {
+    await Promise.race([once(out, 'drain'), once(out, 'close')]);
+  }
+  if (out.destroyed) throw new Error('the client went away before the file began');
   const copy = db.query(
     withQueryTimeout(
       copyTo(`copy (${inlineValues(select, values)}) to stdout with (format csv, header)`),
       statementTimeoutMs, // a slow reader may hold it long
     ),
   );
-  // A BOM first: without it, Excel reads the file in the computer's legacy code page.
-  if (!out.write('\uFEFF')) await once(out, 'drain');
   try {
     await pipeline(copy as Readable, out, { end: false });
   } finally {

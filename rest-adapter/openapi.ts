@@ -13,7 +13,7 @@ import { problemTable } from './http/problem-types.ts';
 import type { Route } from './http/route.ts';
 import { RESOURCES } from './resources.ts';
 import { IMPORTS_PER_TENANT } from './imports.ts';
-import { REPORTS_PER_TENANT } from './reports.ts';
+import { REPORTS_PER_TENANT, REPORTS_PER_USER } from './reports.ts';
 import {
   MAX_WEBHOOK_TESTS_PER_TENANT,
   MAX_WEBHOOKS_PER_TENANT,
@@ -32,6 +32,7 @@ const PROBLEM_TYPES = `RFC 9457 problem details. \`type\` is about:blank when th
 ${problemTable('openapi', {
   importsPerTenant: IMPORTS_PER_TENANT,
   reportsPerTenant: REPORTS_PER_TENANT,
+  reportsPerUser: REPORTS_PER_USER,
   importErrors: MAX_IMPORT_ERRORS,
   webhooksPerTenant: MAX_WEBHOOKS_PER_TENANT,
   webhookTestsPerTenant: MAX_WEBHOOK_TESTS_PER_TENANT,

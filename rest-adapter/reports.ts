@@ -58,11 +58,13 @@ interface Report {
 const REPORT_FILE_MS = 30_000;
 
 /**
- * Report requests one tenant may have in progress on an instance at once: a report over many
- * changed lines or packages runs their rules, seconds on the largest tenants, and a tenant's
- * dashboards polling together must not take every connection of the pool.
+ * Report requests one tenant, and one user, may have in progress on an instance at once: a report
+ * over many changed lines or packages runs their rules, seconds on the largest tenants; a tenant's
+ * dashboards polling together must not take every connection of the pool, nor one user every
+ * place of the tenant.
  */
 export const REPORTS_PER_TENANT = 4;
+export const REPORTS_PER_USER = 2;
 
 const snake = (member: string) => member.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const date = z.iso.date({ error: 'must be a date (2026-03-01)' });
@@ -283,6 +285,15 @@ export function reportsInFlightOf(pool: pg.Pool, tenantId: string): number {
 
 export function reportRoutes(pool: pg.Pool): Route[] {
   const inFlight = inFlightOf(pool, 'reports');
+  const perUser = inFlightOf(pool, 'reports-per-user');
+  const tooMany = (scope: 'user' | 'tenant', limit: number) =>
+    problemOf('too-many-reports', {
+      detail:
+        `This ${scope} already has ${limit} report requests in progress, the most allowed at ` +
+        'once; ask again when one of them has answered.',
+      extensions: { limit, scope },
+      headers: { 'Retry-After': '1' },
+    });
   return REPORTS.map((report) => {
     const Query = queryOfReport(report);
     const view = `weld_reports.${snake(report.name.replaceAll('-', '_'))}`;
@@ -308,27 +319,28 @@ export function reportRoutes(pool: pg.Pool): Route[] {
           },
           '422': badParameter,
           '429': problem(
-            `/problems/too-many-reports: the tenant already has ${REPORTS_PER_TENANT} report requests in progress on this instance; Retry-After`,
+            `/problems/too-many-reports: this user already has ${REPORTS_PER_USER}, or the tenant ${REPORTS_PER_TENANT}, report requests in progress on this instance; Retry-After`,
           ),
           ...common,
         },
         schemas: { [`${report.schema}Page`]: json(pageOf(report.row)) },
       },
       handler: async (req: Request, res: Response) => {
+        const userDone = perUser.take(
+          `${req.tenant!.id}:${req.identity!.userId}`,
+          REPORTS_PER_USER,
+        );
+        if (!userDone) throw tooMany('user', REPORTS_PER_USER);
         const done = inFlight.take(req.tenant!.id, REPORTS_PER_TENANT);
         if (!done) {
-          throw problemOf('too-many-reports', {
-            detail:
-              `This tenant already has ${REPORTS_PER_TENANT} report requests in progress, the most ` +
-              'allowed at once; ask again when one of them has answered.',
-            extensions: { limit: REPORTS_PER_TENANT },
-            headers: { 'Retry-After': '1' },
-          });
+          userDone();
+          throw tooMany('tenant', REPORTS_PER_TENANT);
         }
         try {
           await answer(req, res);
         } finally {
           done();
+          userDone();
         }
       },
     };

@@ -18,7 +18,7 @@ import {
   type ProblemTypeEntry,
 } from '../rest-adapter/http/problem-types.ts';
 import { IMPORTS_PER_TENANT } from '../rest-adapter/imports.ts';
-import { REPORTS_PER_TENANT } from '../rest-adapter/reports.ts';
+import { REPORTS_PER_TENANT, REPORTS_PER_USER } from '../rest-adapter/reports.ts';
 import { serviceDocument } from './helpers/service-document.ts';
 import { MAX_WEBHOOK_TESTS_PER_TENANT, MAX_WEBHOOKS_PER_TENANT } from '../rest-adapter/webhooks.ts';
 
@@ -27,6 +27,7 @@ const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
 const LIMITS: ProblemLimits = {
   importsPerTenant: IMPORTS_PER_TENANT,
   reportsPerTenant: REPORTS_PER_TENANT,
+  reportsPerUser: REPORTS_PER_USER,
   importErrors: MAX_IMPORT_ERRORS,
   webhooksPerTenant: MAX_WEBHOOKS_PER_TENANT,
   webhookTestsPerTenant: MAX_WEBHOOK_TESTS_PER_TENANT,

@@ -40,6 +40,8 @@ export interface ProblemLimits {
   webhookTestsPerTenant: number;
   /** REPORTS_PER_TENANT, rest-adapter/reports.ts */
   reportsPerTenant: number;
+  /** REPORTS_PER_USER, rest-adapter/reports.ts */
+  reportsPerUser: number;
 }
 
 export interface ProblemTypeEntry {
@@ -297,7 +299,7 @@ export const PROBLEM_TYPES = {
     status: 429,
     title: 'Too many reports at once',
     description:
-      '`GET /reports/...`: the tenant already has {{reportsPerTenant}} report requests in progress on this instance, the most allowed at once; `limit`, `Retry-After`',
+      '`GET /reports/...`: this user already has {{reportsPerUser}} report requests in progress on this instance, or the tenant {{reportsPerTenant}}, the most allowed at once; `limit`, `scope` (user or tenant), `Retry-After`',
   },
   'too-many-imports': {
     status: 429,

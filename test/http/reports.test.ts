@@ -1,6 +1,7 @@
 // GET /reports/<name> (F17): the report views over HTTP, as pages and as CSV, with the same
 // numbers the view gives in SQL; filters, cursors, refusals, and another tenant's data unseen.
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import test from 'ava';
 import { createPool, withContext } from '../../db/database.ts';
@@ -9,7 +10,11 @@ import { addTenant } from '../../db/tenants.ts';
 import { addRoleUsers, login } from '../helpers/auth.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
-import { REPORTS_PER_TENANT, reportsInFlightOf } from '../../rest-adapter/reports.ts';
+import {
+  REPORTS_PER_TENANT,
+  REPORTS_PER_USER,
+  reportsInFlightOf,
+} from '../../rest-adapter/reports.ts';
 import { request } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';
 
@@ -336,7 +341,7 @@ test("the queries of docs/graphql.md's QC manager's questions run and answer", a
   }
 });
 
-test('a tenant has at most REPORTS_PER_TENANT report requests in progress: one more is 429, others unaffected', async (t) => {
+test('a user has at most REPORTS_PER_USER and a tenant REPORTS_PER_TENANT report requests in progress; one more is 429', async (t) => {
   t.timeout(120_000);
   const { target } = await migratedDatabase(t);
   const owner = await ownerClient(target);
@@ -347,32 +352,44 @@ test('a tenant has at most REPORTS_PER_TENANT report requests in progress: one m
     await addRoleUsers(owner, slug);
   }
   const { port, pool } = await startServer(t, target);
-  const session = async (slug: string) => {
-    const token = (await login(port, `${slug}.test`, 'viewer')).json.accessToken as string;
+  const session = async (slug: string, role: 'viewer' | 'inspector' | 'engineer' = 'viewer') => {
+    const token = (await login(port, `${slug}.test`, role)).json.accessToken as string;
     return (path: string) =>
       request(port, { path, host: `${slug}.test`, headers: { authorization: `Bearer ${token}` } });
   };
   const busy = await session('busy');
+  const busyInspector = await session('busy', 'inspector');
+  const busyEngineer = await session('busy', 'engineer');
   const calm = await session('calm');
 
-  // The board's kept rows locked by a DBA's transaction: the busy tenant's board requests wait.
+  // The board's kept rows locked by a DBA's transaction: the busy tenant's board requests wait,
+  // two of its viewer's and two of its inspector's: the tenant's four places.
   const blocker = await ownerClient(target);
   t.teardown(() => blocker.end().catch(() => {}));
   await blocker.query('begin; lock table weld_private.package_board_rows in access exclusive mode');
-  const waiting = Array.from({ length: REPORTS_PER_TENANT }, () =>
-    busy('/reports/test-package-board'),
+  t.is(REPORTS_PER_TENANT, 2 * REPORTS_PER_USER);
+  const waiting = [busy, busy, busyInspector, busyInspector].map((get) =>
+    get('/reports/test-package-board'),
   );
   for (let i = 0; reportsInFlightOf(pool, ids.busy!) < REPORTS_PER_TENANT && i < 400; i++) {
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   t.is(reportsInFlightOf(pool, ids.busy!), REPORTS_PER_TENANT);
 
-  const refused = await busy('/reports/examination-backlog');
+  // The viewer has its two: a third is refused for the user; the engineer, for the tenant.
+  const mine = await busy('/reports/examination-backlog');
+  t.is(mine.status, 429, mine.text);
+  t.like(mine.json, { type: '/problems/too-many-reports', limit: REPORTS_PER_USER, scope: 'user' });
+  const refused = await busyEngineer('/reports/examination-backlog');
   t.is(refused.status, 429, refused.text);
-  t.like(refused.json, { type: '/problems/too-many-reports', limit: REPORTS_PER_TENANT });
+  t.like(refused.json, {
+    type: '/problems/too-many-reports',
+    limit: REPORTS_PER_TENANT,
+    scope: 'tenant',
+  });
   t.is(refused.headers['retry-after'], '1');
   // The /api prefix is the same service: the same count.
-  t.is((await busy('/api/reports/examination-backlog')).status, 429);
+  t.is((await busyEngineer('/api/reports/examination-backlog')).status, 429);
   // Another tenant's reports are its own.
   t.is((await calm('/reports/examination-backlog')).status, 200);
 
@@ -380,4 +397,36 @@ test('a tenant has at most REPORTS_PER_TENANT report requests in progress: one m
   for (const answer of await Promise.all(waiting)) t.is(answer.status, 200, answer.text);
   t.is(reportsInFlightOf(pool, ids.busy!), 0);
   t.is((await busy('/reports/examination-backlog')).status, 200);
+
+  // Clients that go away, while the file's COPY waits for a lock or at any moment before: each
+  // request gives back its place and its connection (a gone client never drains a write).
+  const token = (await login(port, 'busy.test', 'viewer')).json.accessToken as string;
+  const abandon = (delayMs: number) =>
+    new Promise<void>((resolve) => {
+      const req = http.request({
+        host: '127.0.0.1',
+        port,
+        path: '/reports/test-package-board?format=csv',
+        headers: { host: 'busy.test', authorization: `Bearer ${token}` },
+        agent: false,
+      });
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      req.end();
+      setTimeout(() => req.destroy(), delayMs);
+    });
+  await blocker.query('begin; lock table weld_private.package_board_rows in access exclusive mode');
+  await Promise.all([0, 1, 2, 5, 10, 20, 50, 100].map(abandon));
+  await blocker.query('commit');
+  for (
+    let i = 0;
+    (reportsInFlightOf(pool, ids.busy!) > 0 || pool.idleCount < pool.totalCount) && i < 200;
+    i++
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  t.is(reportsInFlightOf(pool, ids.busy!), 0);
+  t.is(pool.idleCount, pool.totalCount, 'every connection back in the pool');
+  const after = await busy('/reports/test-package-board?format=csv');
+  t.is(after.status, 200, after.text);
 });
