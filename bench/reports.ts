@@ -4,7 +4,8 @@
 //
 //   kept      after the refresh (server/housekeeping.ts refreshReports): nothing noted
 //   noted     right after one status change of a weld in a test package, before any refresh:
-//             the package, its ISO's line and its welder are computed at read
+//             it notes the weld's ISO, so the board computes that package at read; the lots and
+//             the qualifications it does not reach are read from their kept rows
 //   refresh   how long the housekeeping's refresh of that one change takes
 //
 // The first run after a migration refreshes everything (every tenant is noted then): minutes on
