@@ -375,7 +375,12 @@ export function asAuthenticator<T>(
   );
 }
 
-async function inTransaction<T>(
+/**
+ * `work` in one transaction begun by `begin` (e.g. 'begin isolation level repeatable read'):
+ * committed when it resolves, rolled back when it throws; a connection whose server stopped
+ * answering is dropped, not returned to the pool.
+ */
+export async function inTransaction<T>(
   pool: pg.Pool,
   begin: string,
   work: (client: pg.PoolClient) => Promise<T>,

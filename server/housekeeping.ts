@@ -16,7 +16,7 @@
 // reports are exact without it (they compute what is noted); it keeps them fast. Two instances
 // never refresh one tenant at once (an advisory lock per tenant).
 import type pg from 'pg';
-import { withQueryTimeout } from '../db/database.ts';
+import { inTransaction, withQueryTimeout } from '../db/database.ts';
 import type { Logger } from '../rest-adapter/http/log.ts';
 
 export const PURGE_EVERY_MS = 15 * 60_000;
@@ -86,10 +86,7 @@ export async function refreshReports(
 
 async function refreshTenant(pool: pg.Pool, tenantId: string, scale: number) {
   const chunk = (size: number) => Math.max(1, Math.floor(size * scale));
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('begin isolation level repeatable read');
+  return inTransaction(pool, 'begin isolation level repeatable read', async (client) => {
     await client.query(`select set_config('statement_timeout', $1, true)`, [
       String(REFRESH_TIMEOUT_MS),
     ]);
@@ -107,19 +104,8 @@ async function refreshTenant(pool: pg.Pool, tenantId: string, scale: number) {
         REFRESH_TIMEOUT_MS,
       ),
     );
-    await client.query('commit');
     return result.rows[0];
-  } catch (error) {
-    if ((error as Error).message === 'Query read timeout') {
-      // The server stopped answering: dropping the connection ends its transaction.
-      broken = error as Error;
-    } else {
-      await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
-    }
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
 }
 
 export interface Housekeeping {
