@@ -116,13 +116,13 @@ async function weekTotals(): Promise<WeekRow[]> {
   }));
 }
 
+// The reports one after the other: a user may have 2 report requests in progress at once
+// (429 /problems/too-many-reports past that, docs/reports.md), and each answers in milliseconds.
 const readReports = async (): Promise<Reports> => {
-  const [weeks, welders, backlog, packages] = await Promise.all([
-    weekTotals(),
-    rows<WelderRow>('welder-performance'),
-    rows<BacklogRow>('examination-backlog'),
-    rows<PackageRow>('test-package-board'),
-  ]);
+  const weeks = await weekTotals();
+  const welders = await rows<WelderRow>('welder-performance');
+  const backlog = await rows<BacklogRow>('examination-backlog');
+  const packages = await rows<PackageRow>('test-package-board');
   return { weeks, welders, backlog, packages };
 };
 
