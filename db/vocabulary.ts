@@ -98,6 +98,9 @@ export const QUALIFICATION_STATES = [
 /** What a welder qualification covers (CHECK on welder_qualifications.joint, ASME IX QW-303). */
 export const QUALIFICATION_JOINTS = ['groove', 'fillet'] as const;
 
+/** Where a hardness reading was taken (CHECK on hardness_readings.location). */
+export const HARDNESS_LOCATIONS = ['weld', 'haz', 'base'] as const;
+
 /** Where a use in a welder's continuity log comes from (welders_continuity). */
 export const CONTINUITY_SOURCES = ['weld', 'document'] as const;
 
@@ -107,6 +110,9 @@ export const CALENDAR = { first: '1900-01-01', last: '2200-12-31' } as const;
 /** Codes of the weld checks (weld_public.welds_checks), in the order the SQL sorts them. */
 export const WELD_CHECK_CODES = [
   'DATA_MISSING',
+  'HARDNESS_HIGH',
+  'PWHT_OUT_OF_RANGE',
+  'PWHT_REQUIRED',
   'REEXAMINATION_OPEN',
   'WELDER_NOT_QUALIFIED',
   'WPS_NOT_APPROVED',
@@ -139,6 +145,8 @@ export const EVENT_RESOURCES = [
   'ndt_record',
   'inspection',
   'test_package',
+  'pwht_record',
+  'hardness_reading',
 ] as const;
 export const EVENT_TYPES = [
   ...EVENT_RESOURCES.flatMap((kind) => [`${kind}.created`, `${kind}.updated`, `${kind}.deleted`]),

@@ -1,5 +1,6 @@
 // The resources the REST adapter serves, in the order the API documents them. Adding a resource
 // is one file describing it (see isos.ts) and one line here.
+import { hardnessReadings, pwhtRecords } from './heat-treatment.ts';
 import { inspections } from './inspections.ts';
 import { isos } from './isos.ts';
 import { ndtRecords } from './ndt-records.ts';
@@ -21,4 +22,6 @@ export const RESOURCES: Resource[] = [
   ndtRecords,
   inspections,
   testPackages,
+  pwhtRecords,
+  hardnessReadings,
 ];

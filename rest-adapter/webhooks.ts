@@ -18,7 +18,7 @@ import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
-import { EVENT_TYPES } from '../db/vocabulary.ts';
+import { EVENT_RESOURCES, EVENT_TYPES } from '../db/vocabulary.ts';
 import { sealSecret, type StoredSecret, type WebhookSecretKeys } from '../db/webhook-secrets.ts';
 import {
   common,
@@ -641,7 +641,10 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
 }
 
 /** The schema each event type's `data` has: the resource's, as its GET shows it. */
-const EVENT_DATA: Record<string, string> = {
+const EVENT_DATA: Record<
+  (typeof EVENT_RESOURCES)[number] | 'examination_selection' | 'webhook',
+  string
+> = {
   iso: 'Iso',
   weld: 'Weld',
   welder: 'Welder',
@@ -651,6 +654,8 @@ const EVENT_DATA: Record<string, string> = {
   ndt_record: 'NdtRecord',
   inspection: 'Inspection',
   test_package: 'TestPackage',
+  pwht_record: 'PwhtRecord',
+  hardness_reading: 'HardnessReading',
   examination_selection: 'ExaminationSelection',
   webhook: 'WebhookPausedData',
 };
@@ -700,7 +705,10 @@ export function webhookMessages(): Record<string, unknown> {
           ref('Event'),
           {
             type: 'object',
-            properties: { type: { const: type }, data: ref(EVENT_DATA[type.split('.')[0]!]!) },
+            properties: {
+              type: { const: type },
+              data: ref(EVENT_DATA[type.split('.')[0] as keyof typeof EVENT_DATA]),
+            },
           },
         ],
       },

@@ -102,6 +102,18 @@ export const welds = defineResource({
       nullable: true,
       write: 'always',
     },
+    preheatF: column.number(
+      'preheat_f',
+      z
+        .number()
+        .int()
+        .min(0)
+        .max(1500)
+        .describe(
+          'the minimum preheat temperature recorded for the weld, in degrees Fahrenheit (B31.3 330)',
+        ),
+      { nullable: true, write: 'always' },
+    ),
     status: {
       column: 'status',
       type: z

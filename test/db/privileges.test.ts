@@ -280,6 +280,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.touch()': owner,
     'weld_private.camel_case(name text)': owner,
     'weld_private.changed_columns(old_row jsonb, new_row jsonb)': rules,
+    'weld_private.check_refuses(code text)': rules,
     'weld_private.check_correction(what text, record_id uuid, is_found boolean, current_version integer, expected_version integer, reason text)':
       rules,
     'weld_private.check_object(input jsonb, pointer text, what text, allowed text[], required text[])':
@@ -373,6 +374,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.draw_scope(method text, line text, iso_id uuid)': rules,
     'weld_private.follow_examination(method text, weld_ids uuid[], ndt_record_id uuid, inspection_id uuid)':
       rules,
+    'weld_private.heat_treatment_problems(welds weld_public.welds[])': rules,
     'weld_private.hold_released_packages(package_ids uuid[], change text)': rules,
     'weld_private.is_fillet(weld_type text)': rules,
     'weld_private.lock_lines_of(weld_ids uuid[])': rules,

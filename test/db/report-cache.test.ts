@@ -377,6 +377,93 @@ test('each kind of note, a worked example: the write changes the report at once,
   );
 });
 
+test('heat treatment (F19): a PWHT record, its values, its welds, a hardness reading and the table each change the package board at once, and the refresh keeps it', async (t) => {
+  const { owner, pool, a, target } = await twoTenants(t);
+  const ownerPool = createPool(target.ownerUrl, { max: 2 });
+  t.teardown(() => ownerPool.end());
+  const tenant = a.tenantId;
+  const q = (sql: string, params: unknown[] = []) => owner.query(sql, [tenant, ...params]);
+  // A P-No. 1 weld of 0.787 in. wall (over 3/4 in.: PWHT required) in a package holding its ISO.
+  const weld = await a.weld('ACCEPTED');
+  await q(
+    `update weld_public.welds set wall_thickness = 0.787, base_metal_1_p_number = '1',
+            base_metal_2_p_number = '1', welded_on = '2026-02-01'
+      where tenant_id = $1 and id = $2`,
+    [weld],
+  );
+  await q(
+    `with p as (insert into weld_public.test_packages (tenant_id, package_number, test_medium)
+                values ($1, 'TP-HT', 'hydro') returning id)
+     insert into weld_public.test_package_isos (tenant_id, test_package_id, iso_id)
+     select $1, p.id, $2 from p`,
+    [a.isoId],
+  );
+  const codes = async () =>
+    Object.keys((await reported(pool, a)).board[0].reasons_by_code).filter((code) =>
+      /^(PWHT|HARDNESS)/.test(code),
+    );
+  const step = async (what: string, write: () => Promise<unknown>, wanted: string[]) => {
+    await refresh(pool, tenant);
+    t.is(await notes(owner, tenant), 0, what);
+    await write();
+    t.true((await notes(owner, tenant)) > 0, `${what}: noted`);
+    t.deepEqual(await codes(), wanted, `${what}: at once`);
+    await refresh(pool, tenant);
+    t.deepEqual(await codes(), wanted, `${what}: kept`);
+    t.deepEqual((await reported(pool, a)).board, (await computed(ownerPool, a)).board, what);
+  };
+  await refresh(pool, tenant);
+  t.deepEqual(await codes(), ['PWHT_REQUIRED']);
+
+  const record = (
+    await q(
+      `insert into weld_public.pwht_records (tenant_id, record_number, treated_on, holding_temperature_f, hold_minutes)
+       values ($1, 'PW-1', '2026-02-10', 1000, 60) returning id`,
+    )
+  ).rows[0].id as string;
+  await step(
+    'weld (a PWHT record covers it)',
+    () =>
+      q(
+        `insert into weld_public.pwht_record_welds (tenant_id, pwht_record_id, weld_id) values ($1, $2, $3)`,
+        [record, weld],
+      ),
+    ['PWHT_OUT_OF_RANGE'],
+  );
+  await step(
+    'record (its temperature)',
+    () =>
+      q(
+        `update weld_public.pwht_records set holding_temperature_f = 1150 where tenant_id = $1 and id = $2`,
+        [record],
+      ),
+    [],
+  );
+  await step(
+    'all (the table)',
+    () =>
+      q(
+        `update weld_public.heat_treatment_rules set hardness_max_hb = 200 where tenant_id = $1 and p_number = '1'`,
+      ),
+    [],
+  );
+  await step(
+    'weld (a hardness reading)',
+    () =>
+      q(
+        `insert into weld_public.hardness_readings (tenant_id, weld_id, measured_on, hardness_hb)
+         values ($1, $2, '2026-02-12', 250)`,
+        [weld],
+      ),
+    ['HARDNESS_HIGH'],
+  );
+  await step(
+    'weld (the record taken off it)',
+    () => q(`delete from weld_public.pwht_record_welds where tenant_id = $1`),
+    ['HARDNESS_HIGH', 'PWHT_REQUIRED'],
+  );
+});
+
 test('a write committed while a refresh runs stays noted: the refresh clears only what its snapshot saw', async (t) => {
   const { owner, pool, a } = await twoTenants(t);
   const weld = await a.weld('PENDING');

@@ -114,6 +114,23 @@ test('every resource has a version, 1 when created, that each update bumps', asy
     ['wps', String(wps), `thickness_min_in = 0.1875`],
     ['test_packages', String(pkg), `test_pressure_psig = 150`],
   );
+  const pwht = await engineer(
+    `insert into weld_public.pwht_records (record_number, treated_on, holding_temperature_f, hold_minutes)
+     values ('PW-1', '2026-02-10', 1150, 60) returning id`,
+  );
+  const weld = await engineer(
+    `insert into weld_public.welds (iso_id, weld_number, type, size) values ($1, 'VW-1', 'BW', 4) returning id`,
+    [a.isoId],
+  );
+  const reading = await engineer(
+    `insert into weld_public.hardness_readings (weld_id, measured_on, hardness_hb)
+     values ($1, '2026-02-12', 180) returning id`,
+    [weld],
+  );
+  cases.push(
+    ['pwht_records', String(pwht), `hold_minutes = 90`],
+    ['hardness_readings', String(reading), `hardness_hb = 190`],
+  );
   for (const [table, id, set] of cases) {
     const versions = async () =>
       value<number>(owner, `select version from weld_public.${table} where id = $1`, [id]);
@@ -138,10 +155,12 @@ test('every resource has a version, 1 when created, that each update bumps', asy
   t.deepEqual(
     rows.map((r) => r.name),
     [
+      'hardness_readings',
       'inspections',
       'isos',
       'ndt_records',
       'pqrs',
+      'pwht_records',
       'test_packages',
       'welder_qualifications',
       'welders',

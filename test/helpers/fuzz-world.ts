@@ -150,7 +150,8 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
   }
 
   // What a seed does not make: a webhook (to a closed port on loopback: a test message fails,
-  // after the webhook timeout as every failure does), an import, examination selections.
+  // after the webhook timeout as every failure does), an import, examination selections, a PWHT
+  // record and a hardness reading.
   const as = (role: Role, path: string, body: unknown, type = 'application/json') =>
     request(port, {
       method: 'POST',
@@ -160,6 +161,7 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
       headers: { authorization: `Bearer ${tokens[role]}`, 'content-type': type },
     });
   const isos = await items(port, HOST, tokens.admin, '/isos');
+  const welds = await items(port, HOST, tokens.admin, '/welds');
   for (const res of [
     await as('admin', '/webhooks', { url: 'http://127.0.0.1:9/hook' }),
     await as(
@@ -169,6 +171,18 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
       'text/csv',
     ),
     await as('inspector', '/examination-selections/draw', { method: 'RT', isoId: isos[0]!.id }),
+    await as('inspector', '/pwht-records', {
+      recordNumber: 'FUZZ-PW-1',
+      treatedOn: '2026-03-10',
+      holdingTemperatureF: 1150,
+      holdMinutes: 60,
+      weldIds: [welds[0]!.id],
+    }),
+    await as('inspector', '/hardness-readings', {
+      weldId: welds[0]!.id,
+      measuredOn: '2026-03-12',
+      hardnessHb: 180,
+    }),
   ]) {
     if (res.status >= 300) throw new Error(`fuzz world: ${res.status} ${res.text}`);
   }

@@ -6,6 +6,7 @@ import type { ExecutionContext } from 'ava';
 import type pg from 'pg';
 import { hashPassword } from '../../db/passwords.ts';
 import { addTenant } from '../../db/tenants.ts';
+import { hardnessReadings, pwhtRecords } from '../../rest-adapter/heat-treatment.ts';
 import { isos } from '../../rest-adapter/isos.ts';
 import { pqrs } from '../../rest-adapter/pqrs.ts';
 import type { Resource } from '../../rest-adapter/resource.ts';
@@ -218,6 +219,8 @@ export interface ResourceCase {
   naturalKey?: string[];
   references: Reference[];
   deletable: boolean;
+  /** The roles refused every write (403); default viewer and inspector (engineers write). */
+  refused?: Role[];
 }
 
 /** In force on `day`: qualified on or before it, and not expired. */
@@ -262,8 +265,15 @@ export const CASES: ResourceCase[] = [
       welderId: d.welders[n % 2],
       wpsId: d.wps[n % 2],
       weldedOn: '2026-03-01',
+      preheatF: 50 + n,
     }),
-    change: (d) => ({ size: 6, schedule: 'XS', material: null, welderId: d.welders[1] }),
+    change: (d) => ({
+      size: 6,
+      schedule: 'XS',
+      material: null,
+      welderId: d.welders[1],
+      preheatF: 200,
+    }),
     filters: {
       isoId: equal('isoId'),
       weldNumber: equal('weldNumber'),
@@ -416,6 +426,46 @@ export const CASES: ResourceCase[] = [
       { field: 'weldIds', to: 'welds', list: true },
     ],
     deletable: true,
+  },
+  {
+    resource: pwhtRecords,
+    body: (d, n) => ({
+      recordNumber: `PW-${n}`,
+      treatedOn: n % 2 ? '2026-03-11' : '2026-03-10',
+      holdingTemperatureF: 1150,
+      holdMinutes: 60 + n,
+      heatingRateFPerH: 400,
+      coolingRateFPerH: n % 2 ? null : 500,
+      chartRef: `chart-${n}.pdf`,
+      weldIds: [d.welds[n % 2]],
+    }),
+    change: (d) => ({
+      holdingTemperatureF: 1175,
+      chartRef: null,
+      weldIds: [d.welds[0], d.welds[1]],
+    }),
+    filters: { recordNumber: equal('recordNumber'), treatedOn: equal('treatedOn') },
+    readOnly: { post: [], patch: [] },
+    naturalKey: ['recordNumber'],
+    references: [{ field: 'weldIds', to: 'welds', list: true }],
+    deletable: true,
+    refused: ['viewer'],
+  },
+  {
+    resource: hardnessReadings,
+    body: (d, n) => ({
+      weldId: d.welds[n % 2],
+      measuredOn: '2026-03-12',
+      location: n % 2 ? 'haz' : 'weld',
+      hardnessHb: 180 + n,
+      reportRef: n % 2 ? null : `HT-${n}`,
+    }),
+    change: () => ({ hardnessHb: 210, location: 'base', reportRef: 'HT-9' }),
+    filters: { weldId: equal('weldId'), location: equal('location') },
+    readOnly: { post: [], patch: ['weldId'] },
+    references: [{ field: 'weldId', to: 'welds' }],
+    deletable: true,
+    refused: ['viewer'],
   },
 ];
 

@@ -168,8 +168,27 @@ test('every resource change is exactly one event whose data is the resource as G
     }),
     201,
   );
+  const pwht = ok(
+    await w.a.inspector.post('/pwht-records', {
+      recordNumber: 'PW-1',
+      treatedOn: '2026-03-04',
+      holdingTemperatureF: 1150,
+      holdMinutes: 60,
+      weldIds: [weld.id],
+    }),
+    201,
+  );
+  const reading = ok(
+    await w.a.inspector.post('/hardness-readings', {
+      weldId: weld.id,
+      measuredOn: '2026-03-05',
+      hardnessHb: 180,
+    }),
+    201,
+  );
   // Updates, one of each kind that can change.
   ok(await eng.patch(`/isos/${iso.id}`, { area: 'North' }));
+  ok(await w.a.inspector.patch(`/pwht-records/${pwht.id}`, { weldIds: [weld.id, second.id] }));
   ok(await eng.patch(`/welds/${second.id}`, { material: 'A106-B' }));
   ok(await eng.patch(`/test-packages/${pkg.id}`, { weldIds: [weld.id, second.id] }));
 
@@ -184,8 +203,23 @@ test('every resource change is exactly one event whose data is the resource as G
     test_package: 'test-packages',
     inspection: 'inspections',
     ndt_record: 'ndt-records',
+    pwht_record: 'pwht-records',
+    hardness_reading: 'hardness-readings',
   };
-  const created = [pqr, wps, iso, welder, qualification, weld, second, pkg, inspection, rt];
+  const created = [
+    pqr,
+    wps,
+    iso,
+    welder,
+    qualification,
+    weld,
+    second,
+    pkg,
+    inspection,
+    rt,
+    pwht,
+    reading,
+  ];
   for (const item of created) {
     const mine = events.filter((e) => e.subjectId === item.id);
     const kind = mine[0]?.type.split('.')[0] as string;
@@ -208,7 +242,7 @@ test('every resource change is exactly one event whose data is the resource as G
   t.is(events.find((e) => e.subjectId === rt.id)?.type, 'ndt_record.created');
   t.deepEqual(
     events.filter((e) => e.type.endsWith('.updated')).map((e) => e.subjectId),
-    [iso.id, second.id, pkg.id],
+    [iso.id, pwht.id, second.id, pkg.id],
     'each PATCH is one updated event',
   );
   // The actor is the user whose request it was.

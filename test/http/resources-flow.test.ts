@@ -234,8 +234,8 @@ for (const c of CASES) {
     const b = await create(eng, path, c.body(d, 1));
     const rows = await countRows(w, c.resource.table);
 
-    // viewer and inspector may not write these; nothing is written, A stays as it was.
-    for (const role of ['viewer', 'inspector'] as const) {
+    // viewer and (for most) inspector may not write these; nothing is written, A stays as it was.
+    for (const role of c.refused ?? (['viewer', 'inspector'] as const)) {
       const user = w.a[role];
       problem(
         t,

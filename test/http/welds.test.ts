@@ -181,7 +181,7 @@ for (const prefix of PREFIXES) {
     t.deepEqual(ids(small), ['R1', 'R2', 'V1', 'W0001', 'W0002', 'W0003']);
     t.deepEqual(Object.keys(small.json.items[0]).sort(), [
       'baseMetal1PNumber', 'baseMetal2PNumber', 'createdAt', 'id', 'isoId', 'material',
-      'repairCycle', 'schedule', 'size', 'status', 'type', 'updatedAt', 'version', 'wallThickness',
+      'preheatF', 'repairCycle', 'schedule', 'size', 'status', 'type', 'updatedAt', 'version', 'wallThickness',
       'weldNumber', 'weldedOn', 'welderId', 'wpsId',
     ]); // prettier-ignore
     t.deepEqual(ids(await get(w, at(`/welds?isoId=${w.smallIso}&status=REJECTED`))), ['R1']);
