@@ -98,6 +98,9 @@ export const QUALIFICATION_STATES = [
 /** What a welder qualification covers (CHECK on welder_qualifications.joint, ASME IX QW-303). */
 export const QUALIFICATION_JOINTS = ['groove', 'fillet'] as const;
 
+/** What a component is (CHECK on components.kind). */
+export const COMPONENT_KINDS = ['pipe', 'fitting', 'flange', 'valve'] as const;
+
 /** Where a hardness reading was taken (CHECK on hardness_readings.location). */
 export const HARDNESS_LOCATIONS = ['weld', 'haz', 'base'] as const;
 
@@ -147,6 +150,7 @@ export const EVENT_RESOURCES = [
   'test_package',
   'pwht_record',
   'hardness_reading',
+  'component',
 ] as const;
 export const EVENT_TYPES = [
   ...EVENT_RESOURCES.flatMap((kind) => [`${kind}.created`, `${kind}.updated`, `${kind}.deleted`]),

@@ -15,7 +15,9 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { WELD_TYPES } from '../db/vocabulary.ts';
+import { COMPONENT_COLUMNS, importComponents } from '../db/component-register.ts';
 import { runImport } from '../db/weld-register.ts';
+import { components } from './components.ts';
 import {
   common,
   content,
@@ -252,6 +254,96 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
       },
     },
     {
+      method: 'POST',
+      path: `/imports/components`,
+      doc: {
+        summary: 'Import a component register (CSV): all rows or none',
+        description:
+          'Who: engineer and up. The body is the CSV file (Content-Type: text/csv, UTF-8 with or without a ' +
+          'BOM; comma or semicolon; RFC 4180 quoting), as GET /components with Accept: text/csv writes it. ' +
+          `Columns, in any order (unknown ones are refused): ${COMPONENT_COLUMNS.join(', ')}. tag is ` +
+          'required: components are upserted by it; kind and materialSpec are required for a new one. A ' +
+          "column the file lacks leaves existing components' values as they are; an empty cell clears an " +
+          'optional value. Values are trimmed. Every row is checked before anything is written (each value ' +
+          'as POST /components checks it, a tag twice in the file); any error and nothing is written: 422 ' +
+          '/problems/import-invalid names each by line and column. Otherwise the components are created and ' +
+          'updated in one transaction, each one changed is one event (component.created, component.updated), ' +
+          'and a weld naming a component whose pNumber changed takes the new one (refused, and nothing ' +
+          'written, for a weld of a test package that is not open). A row the file gives as it is counts as ' +
+          'unchanged and is not written. dryRun=true checks and counts and writes nothing. Two imports of ' +
+          'the same tags at once: the later one wins. The body may be up to IMPORT_MAX_BYTES.',
+        parameters: queryParameters(importQuery),
+        requestBody: {
+          required: true,
+          content: {
+            'text/csv': {
+              schema: { type: 'string' },
+              example:
+                'tag,kind,materialSpec,grade,pNumber,size,schedule,heatNumber,mtrRef\n' +
+                'P-100-1,pipe,A106,B,1,6,40,H-4471,MTR-2231\n',
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'imported (or, with dryRun=true, what the import would do)',
+            ...content('ComponentImport'),
+          },
+          '403': problem('below engineer (/problems/role-not-allowed), or the CSRF check failed'),
+          '409': problem(
+            'a weld naming a component of the file is in a test package that is not open (/problems/state-conflict), or another request changed the same rows meanwhile; nothing was written',
+          ),
+          '413': problem('the file is larger than IMPORT_MAX_BYTES'),
+          '415': problem('the body is not text/csv in UTF-8'),
+          '422': importProblem(
+            'the file has errors (/problems/import-invalid, naming each line), or a bad parameter (/problems/validation-failed)',
+          ),
+          ...common,
+        },
+        schemas: {
+          ComponentImport: json(
+            z.object({
+              dryRun: z.boolean(),
+              rows: z.number().int().describe('data rows in the file (blank rows not counted)'),
+              created: z.number().int(),
+              updated: z.number().int(),
+              unchanged: z.number().int(),
+            }),
+          ),
+        },
+      },
+      handler: async (req, res) => {
+        const { dryRun = false } = queryOf(importQuery, req);
+        requireCsv(req);
+        // Who may is the database's to say: asked before the upload is read.
+        const allowed = await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<{ ok: boolean }>(
+            "select has_any_column_privilege('weld_public.components', 'INSERT') as ok",
+          );
+          return rows[0]!.ok;
+        });
+        if (!allowed) {
+          throw problemOf('role-not-allowed', {
+            detail: 'Importing components needs the engineer role or above.',
+          });
+        }
+        const text = await readUtf8(req, maxBytes);
+        const outcome = await inDatabase(pool, req, (db) =>
+          importComponents(db, text, components.createBody!, { dryRun }),
+        );
+        if (!outcome.ok) {
+          throw problemOf('import-invalid', {
+            detail:
+              `${outcome.errorCount} error${outcome.errorCount === 1 ? '' : 's'} in the file; ` +
+              'nothing was imported. Correct the lines named and upload the file again.',
+            extensions: { errors: outcome.errors, errorCount: outcome.errorCount },
+          });
+        }
+        res.setHeader('Cache-Control', 'no-store');
+        res.status(200).json({ dryRun, ...outcome.counts });
+      },
+    },
+    {
       method: 'GET',
       path: `/imports`,
       doc: {
@@ -324,6 +416,28 @@ function requireCsv(req: Request): void {
     throw new HttpProblem(415, {
       detail: `The body must be text/csv in UTF-8, not ${type || 'untyped'}.`,
     });
+  }
+}
+
+/** The request body as text; 413 past maxBytes, 415 when it is not UTF-8. */
+async function readUtf8(req: Request, maxBytes: number): Promise<string> {
+  const tooLarge = () =>
+    new HttpProblem(413, {
+      detail: `The file is larger than ${maxBytes} bytes (IMPORT_MAX_BYTES).`,
+      headers: { Connection: 'close' },
+    });
+  if (Number(req.get('content-length') ?? 0) > maxBytes) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > maxBytes) throw tooLarge();
+    chunks.push(chunk);
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new HttpProblem(415, { detail: 'The body is not UTF-8: save the file as CSV UTF-8.' });
   }
 }
 

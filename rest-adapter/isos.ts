@@ -16,6 +16,7 @@ import { common, content, json, page, problem, queryParameters } from './http/op
 import { queryOf, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
 import { encodeTextCursor, pageSizeParam, sendJsonPage, textCursorParam } from './pagination.ts';
+import { heatNumberParam, ISO_OF_HEAT } from './components.ts';
 import { column, defineResource, refusal } from './resource.ts';
 import { PACKAGE_RELEASED } from './test-packages.ts';
 
@@ -77,6 +78,14 @@ export const isos = defineResource({
         .describe('required radiography, percent of butt welds (default 5)'),
       { write: 'always' },
     ),
+  },
+  filters: {
+    heatNumber: {
+      sql: ISO_OF_HEAT,
+      type: heatNumberParam.describe(
+        'only the ISOs holding a weld that joins a component of this heat',
+      ),
+    },
   },
   computed: { weldCounts: { read: WELD_COUNTS, type: WeldCounts } },
   tag: TAG,

@@ -124,6 +124,14 @@ export const calendarDate = z.iso
   );
 
 /** An ASME IX P-number as the code writes it (QW-422): 1, 5A, 15E. */
+/** A pipe schedule (ASME B36.10, B36.19), as the schedule CHECKs of welds and components. */
+export const pipeSchedule = z
+  .string()
+  .regex(
+    /^(5S|10S|40S|80S|160S|STD|XS|XXS|[0-9]{1,3})$/,
+    'must be a pipe schedule (40, 80, XS, 10S, ...)',
+  );
+
 export const pNumber = z
   .string()
   .regex(

@@ -1,5 +1,6 @@
 // The resources the REST adapter serves, in the order the API documents them. Adding a resource
 // is one file describing it (see isos.ts) and one line here.
+import { components } from './components.ts';
 import { hardnessReadings, pwhtRecords } from './heat-treatment.ts';
 import { inspections } from './inspections.ts';
 import { isos } from './isos.ts';
@@ -24,4 +25,5 @@ export const RESOURCES: Resource[] = [
   testPackages,
   pwhtRecords,
   hardnessReadings,
+  components,
 ];

@@ -656,6 +656,7 @@ const EVENT_DATA: Record<
   test_package: 'TestPackage',
   pwht_record: 'PwhtRecord',
   hardness_reading: 'HardnessReading',
+  component: 'Component',
   examination_selection: 'ExaminationSelection',
   webhook: 'WebhookPausedData',
 };

@@ -15,6 +15,7 @@ import { USER_ROLES, WELD_STATUSES, WELD_TYPES } from '../db/vocabulary.ts';
 import { exportWelds, REGISTER_COLUMNS, REGISTER_READ_ONLY_COLUMNS } from '../db/weld-register.ts';
 import { common, content, idParam, json, problem } from './http/operation.ts';
 import type { Route } from './http/route.ts';
+import { heatNumberParam, WELD_OF_HEAT } from './components.ts';
 import { callerContext } from './http/session.ts';
 import {
   calendarDate,
@@ -24,6 +25,7 @@ import {
   inches,
   itemsFrom,
   pathId,
+  pipeSchedule,
   pNumber,
   refusal,
   sendItemJson,
@@ -65,17 +67,7 @@ export const welds = defineResource({
       write: 'always',
       required: true,
     }),
-    schedule: {
-      column: 'schedule',
-      type: z
-        .string()
-        .regex(
-          /^(5S|10S|40S|80S|160S|STD|XS|XXS|[0-9]{1,3})$/,
-          'must be a pipe schedule (40, 80, XS, 10S, ...)',
-        ),
-      nullable: true,
-      write: 'always',
-    },
+    schedule: { column: 'schedule', type: pipeSchedule, nullable: true, write: 'always' },
     wallThickness: column.number('wall_thickness', inches.positive(), {
       nullable: true,
       write: 'always',
@@ -102,6 +94,8 @@ export const welds = defineResource({
       nullable: true,
       write: 'always',
     },
+    component1Id: column.id('component_1_id', { nullable: true, write: 'always' }),
+    component2Id: column.id('component_2_id', { nullable: true, write: 'always' }),
     preheatF: column.number(
       'preheat_f',
       z
@@ -129,7 +123,15 @@ export const welds = defineResource({
         .describe('first examination 0; each repair released (REJECTED -> REPAIR) adds 1'),
     },
   },
-  filters: { status: { sql: 'r.status = any(?::weld_public.weld_status[])', type: statusList } },
+  filters: {
+    status: { sql: 'r.status = any(?::weld_public.weld_status[])', type: statusList },
+    heatNumber: {
+      sql: WELD_OF_HEAT,
+      type: heatNumberParam.describe(
+        'only the welds joining a component of this heat (either side)',
+      ),
+    },
+  },
   // The weld list on a phone sorts by these (F17). A weld not yet welded sorts after every date.
   sorts: {
     weldNumber: { sql: 'r.weld_number', type: 'text' },

@@ -434,6 +434,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_examination_changes__reason()': owner,
     'weld_private.tg_weld_status_history__ndt_cause()': owner,
     'weld_private.tg_welds__code_checks()': rules,
+    'weld_private.tg_welds__component_p_numbers()': rules,
+    'weld_private.tg_components__p_number_to_welds()': owner,
     'weld_private.weld_problems(welds weld_public.welds[], pending boolean, include_welders boolean)':
       rules,
     'weld_private.tg_user_credentials__revoke_sessions()': owner,
@@ -471,6 +473,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
       'weld_viewer',
     ),
     'weld_public.welds_checks(weld weld_public.welds)': roles(rules, 'weld_viewer'),
+    'weld_public.components_welds(component weld_public.components)': roles(owner, 'weld_viewer'),
     'weld_public.wps_checks(wps weld_public.wps)': roles(rules, 'weld_viewer'),
     'weld_public.welders_continuity(welder weld_public.welders)': roles(rules, 'weld_viewer'),
     'weld_public.examination_selections_inspection_id(selection weld_public.examination_selections)':

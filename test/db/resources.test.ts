@@ -127,7 +127,11 @@ test('every resource has a version, 1 when created, that each update bumps', asy
      values ($1, '2026-02-12', 180) returning id`,
     [weld],
   );
+  const component = await engineer(
+    `insert into weld_public.components (tag, kind, material_spec) values ('C-1', 'pipe', 'A106') returning id`,
+  );
   cases.push(
+    ['components', String(component), `heat_number = 'H-1'`],
     ['pwht_records', String(pwht), `hold_minutes = 90`],
     ['hardness_readings', String(reading), `hardness_hb = 190`],
   );
@@ -155,6 +159,7 @@ test('every resource has a version, 1 when created, that each update bumps', asy
   t.deepEqual(
     rows.map((r) => r.name),
     [
+      'components',
       'hardness_readings',
       'inspections',
       'isos',

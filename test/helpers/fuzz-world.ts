@@ -151,7 +151,7 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
 
   // What a seed does not make: a webhook (to a closed port on loopback: a test message fails,
   // after the webhook timeout as every failure does), an import, examination selections, a PWHT
-  // record and a hardness reading.
+  // record, a hardness reading and a component.
   const as = (role: Role, path: string, body: unknown, type = 'application/json') =>
     request(port, {
       method: 'POST',
@@ -177,6 +177,12 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
       holdingTemperatureF: 1150,
       holdMinutes: 60,
       weldIds: [welds[0]!.id],
+    }),
+    await as('engineer', '/components', {
+      tag: 'FUZZ-C-1',
+      kind: 'pipe',
+      materialSpec: 'A106',
+      heatNumber: 'FUZZ-HEAT-1',
     }),
     await as('inspector', '/hardness-readings', {
       weldId: welds[0]!.id,

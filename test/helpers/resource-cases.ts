@@ -6,6 +6,7 @@ import type { ExecutionContext } from 'ava';
 import type pg from 'pg';
 import { hashPassword } from '../../db/passwords.ts';
 import { addTenant } from '../../db/tenants.ts';
+import { components } from '../../rest-adapter/components.ts';
 import { hardnessReadings, pwhtRecords } from '../../rest-adapter/heat-treatment.ts';
 import { isos } from '../../rest-adapter/isos.ts';
 import { pqrs } from '../../rest-adapter/pqrs.ts';
@@ -47,6 +48,7 @@ export interface Deps {
   pqrs: string[];
   wps: string[];
   welds: string[];
+  components: string[];
 }
 
 export interface World {
@@ -96,6 +98,12 @@ export async function backdrop(owner: pg.Client, tenant: string): Promise<Deps> 
        select $1, iso, 'BD-W-' || n, 'BW', 4 from unnest($2::uuid[]) with ordinality u(iso, n)
        returning id`,
       [isoIds],
+    ),
+    // Components of heats BD-HEAT-0 and BD-HEAT-1, which no backdrop weld joins.
+    components: await ids(
+      `insert into weld_public.components (tenant_id, tag, kind, material_spec, p_number, heat_number)
+       select $1, 'BD-C-' || n, 'pipe', 'A106', '1', 'BD-HEAT-' || n from generate_series(0, 1) n
+       order by n returning id`,
     ),
   };
 }
@@ -246,6 +254,19 @@ export const CASES: ResourceCase[] = [
       lineNumber: equal('lineNumber'),
       area: equal('area'),
       fluidService: equal('fluidService'),
+      // ISO 1 holds a weld joining component 0 (of heat BD-HEAT-0); ISO 0 is deleted later.
+      heatNumber: {
+        query: () => 'heatNumber=BD-HEAT-0',
+        wants: 'b',
+        matches: (item, _a, b) => item.id === b.id,
+      },
+    },
+    beforeFilters: async (w, _base, _a, b) => {
+      await w.owner.query(
+        `insert into weld_public.welds (tenant_id, iso_id, weld_number, type, size, component_1_id)
+         values ($1, $2, 'HEAT-W', 'BW', 4, $3)`,
+        [w.tenantA, b.id, w.dA.components[0]],
+      );
     },
     readOnly: { post: ['weldCounts'], patch: ['weldCounts'] },
     naturalKey: ['isoNumber'],
@@ -266,6 +287,7 @@ export const CASES: ResourceCase[] = [
       wpsId: d.wps[n % 2],
       weldedOn: '2026-03-01',
       preheatF: 50 + n,
+      component1Id: d.components[n % 2],
     }),
     change: (d) => ({
       size: 6,
@@ -273,6 +295,7 @@ export const CASES: ResourceCase[] = [
       material: null,
       welderId: d.welders[1],
       preheatF: 200,
+      component1Id: null,
     }),
     filters: {
       isoId: equal('isoId'),
@@ -280,6 +303,11 @@ export const CASES: ResourceCase[] = [
       type: equal('type'),
       welderId: equal('welderId'),
       wpsId: equal('wpsId'),
+      // Weld 0 joins component 0, of heat BD-HEAT-0 (weld 1 component 1; the backdrop's none).
+      heatNumber: {
+        query: () => 'heatNumber=BD-HEAT-0',
+        matches: (item, a) => item.component1Id === a.component1Id,
+      },
       status: [
         { query: () => 'status=PENDING', matches: (i) => i.status === 'PENDING' },
         {
@@ -298,6 +326,7 @@ export const CASES: ResourceCase[] = [
       { field: 'isoId', to: 'isos' },
       { field: 'welderId', to: 'welders' },
       { field: 'wpsId', to: 'wps' },
+      { field: 'component1Id', to: 'components' },
     ],
     deletable: false,
   },
@@ -466,6 +495,34 @@ export const CASES: ResourceCase[] = [
     references: [{ field: 'weldId', to: 'welds' }],
     deletable: true,
     refused: ['viewer'],
+  },
+  {
+    resource: components,
+    body: (_d, n) => ({
+      tag: `C-${n}`,
+      kind: n % 2 ? 'fitting' : 'pipe',
+      description: n % 2 ? 'Elbow 90 LR' : null,
+      materialSpec: n % 2 ? 'A234' : 'A106',
+      grade: n % 2 ? 'WPB' : 'B',
+      pNumber: n % 2 ? '1' : '5A',
+      groupNumber: n % 2 ? 2 : 1,
+      size: 8,
+      schedule: '40',
+      heatNumber: `HEAT-${n}`,
+      mtrRef: `MTR-${n}`,
+    }),
+    change: () => ({ heatNumber: 'HEAT-9', description: 'Pipe, re-marked', groupNumber: null }),
+    filters: {
+      tag: equal('tag'),
+      kind: equal('kind'),
+      materialSpec: equal('materialSpec'),
+      pNumber: equal('pNumber'),
+      heatNumber: equal('heatNumber'),
+    },
+    readOnly: { post: [], patch: [] },
+    naturalKey: ['tag'],
+    references: [],
+    deletable: true,
   },
 ];
 

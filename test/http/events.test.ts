@@ -168,6 +168,12 @@ test('every resource change is exactly one event whose data is the resource as G
     }),
     201,
   );
+  const component = await create('/components', {
+    tag: 'C-1',
+    kind: 'pipe',
+    materialSpec: 'A106',
+    heatNumber: 'H-1',
+  });
   const pwht = ok(
     await w.a.inspector.post('/pwht-records', {
       recordNumber: 'PW-1',
@@ -205,6 +211,7 @@ test('every resource change is exactly one event whose data is the resource as G
     ndt_record: 'ndt-records',
     pwht_record: 'pwht-records',
     hardness_reading: 'hardness-readings',
+    component: 'components',
   };
   const created = [
     pqr,
@@ -219,6 +226,7 @@ test('every resource change is exactly one event whose data is the resource as G
     rt,
     pwht,
     reading,
+    component,
   ];
   for (const item of created) {
     const mine = events.filter((e) => e.subjectId === item.id);

@@ -180,7 +180,8 @@ for (const prefix of PREFIXES) {
     t.is(small.status, 200);
     t.deepEqual(ids(small), ['R1', 'R2', 'V1', 'W0001', 'W0002', 'W0003']);
     t.deepEqual(Object.keys(small.json.items[0]).sort(), [
-      'baseMetal1PNumber', 'baseMetal2PNumber', 'createdAt', 'id', 'isoId', 'material',
+      'baseMetal1PNumber', 'baseMetal2PNumber', 'component1Id', 'component2Id', 'createdAt', 'id',
+      'isoId', 'material',
       'preheatF', 'repairCycle', 'schedule', 'size', 'status', 'type', 'updatedAt', 'version', 'wallThickness',
       'weldNumber', 'weldedOn', 'welderId', 'wpsId',
     ]); // prettier-ignore

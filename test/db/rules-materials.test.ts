@@ -1,0 +1,163 @@
+// Materials and heat numbers in SQL (issue F19): a weld joins components, takes each one's
+// P-number for its side (so QW-403.11 and B31.3 Table 331.1.1 judge the real material), and a
+// heat is traced to every weld and ISO it touches. Worked examples, as the owner writes the rows
+// and the engineer writes what a user would.
+import test from 'ava';
+import type pg from 'pg';
+import { refusal, rulesWorld, type RulesWorld } from '../helpers/rules.ts';
+
+function materialsWorld(w: RulesWorld) {
+  const fx = w.a;
+  const component = (tag: string, pNumber: string | null, heat: string, kind = 'pipe') =>
+    w.insert('components', {
+      tenant_id: fx.tenantId,
+      tag,
+      kind,
+      material_spec: pNumber === '5A' ? 'A335' : 'A106',
+      grade: pNumber === '5A' ? 'P22' : 'B',
+      p_number: pNumber,
+      heat_number: heat,
+    });
+  const asEngineer = <T>(work: (c: pg.PoolClient) => Promise<T>) => w.as(fx, 'engineer', work);
+  const weldRow = (id: string) =>
+    w.sqlAs<{ base_metal_1_p_number: string | null; base_metal_2_p_number: string | null }>(
+      fx,
+      'viewer',
+      'select base_metal_1_p_number, base_metal_2_p_number from weld_public.welds where id = $1',
+      [id],
+    );
+  return { fx, component, asEngineer, weldRow };
+}
+
+test('QW-403.11 from the material: a weld joining an A106-B pipe (P-No. 1) and an A335-P22 fitting (P-No. 5A) is P-No. 1 to 5A, and its WPS for P-No. 1 to 1 does not cover it', async (t) => {
+  const w = await rulesWorld(t);
+  const m = materialsWorld(w);
+  const pipe = await m.component('PIPE-1', '1', 'H-100');
+  const fitting = await m.component('ELL-1', '5A', 'H-200', 'fitting');
+  const wpsId = await w.wps(m.fx, 'WPS-1', 'SMAW');
+  const isoId = await w.iso(m.fx, 'ISO-1', 'L-1');
+  const weldId = await m.asEngineer(async (c) => {
+    const { rows } = await c.query<{ id: string }>(
+      `insert into weld_public.welds (iso_id, weld_number, type, size, wall_thickness, wps_id, welded_on,
+                                      component_1_id, component_2_id)
+       values ($1, 'W-1', 'BW', 4, 0.237, $2, '2026-02-01', $3, $4) returning id`,
+      [isoId, wpsId, pipe, fitting],
+    );
+    return rows[0]!.id;
+  });
+  t.deepEqual(await m.weldRow(weldId), [
+    { base_metal_1_p_number: '1', base_metal_2_p_number: '5A' },
+  ]);
+  const checks = await w.checks(m.fx, weldId);
+  t.deepEqual(
+    checks.filter((c) => c.code === 'WPS_PNUMBER').map((c) => c.detail),
+    ['P-No. 1 to P-No. 5A is not the joint WPS WPS-1 rev 0 covers (P-No. 1 to P-No. 1; QW-403.11)'],
+  );
+  // And P-No. 5A over 1/2 in. asks for PWHT: not at 0.237 in.
+  t.false(checks.some((c) => c.code === 'PWHT_REQUIRED'));
+});
+
+test('a weld naming a component may not give its side another P-number: 422 naming the field; the same one, or none, is taken', async (t) => {
+  const w = await rulesWorld(t);
+  const m = materialsWorld(w);
+  const pipe = await m.component('PIPE-1', '1', 'H-100');
+  const isoId = await w.iso(m.fx, 'ISO-1', 'L-1');
+  const insert = (number: string, p1: string | null) =>
+    m.asEngineer((c) =>
+      c.query<{ id: string }>(
+        `insert into weld_public.welds (iso_id, weld_number, type, size, component_1_id, base_metal_1_p_number)
+         values ($1, $2, 'BW', 4, $3, $4) returning id`,
+        [isoId, number, pipe, p1],
+      ),
+    );
+  const error = await refusal(t, insert('W-8', '8'));
+  t.is(error.code, 'WD007');
+  t.is(
+    error.message,
+    'base metal 1 is component PIPE-1, P-No. 1: a weld naming a component takes its P-number',
+  );
+  t.deepEqual(JSON.parse(error.detail!), { pointer: '/baseMetal1PNumber' });
+  const same = (await insert('W-1', '1')).rows[0]!.id;
+  const none = (await insert('W-2', null)).rows[0]!.id;
+  for (const id of [same, none]) {
+    t.deepEqual(await m.weldRow(id), [{ base_metal_1_p_number: '1', base_metal_2_p_number: null }]);
+  }
+  // A change of the P-number alone is refused as well; of another field, it stands.
+  const change = await refusal(
+    t,
+    m.asEngineer((c) =>
+      c.query(`update weld_public.welds set base_metal_1_p_number = '8' where id = $1`, [same]),
+    ),
+  );
+  t.is(change.code, 'WD007');
+  await m.asEngineer((c) =>
+    c.query(`update weld_public.welds set base_metal_2_p_number = '8' where id = $1`, [same]),
+  );
+  t.deepEqual(await m.weldRow(same), [{ base_metal_1_p_number: '1', base_metal_2_p_number: '8' }]);
+});
+
+test('a component found to be another material: its new P-number reaches every weld naming it, on either side, except in a released package', async (t) => {
+  const w = await rulesWorld(t);
+  const m = materialsWorld(w);
+  const pipe = await m.component('PIPE-1', '1', 'H-100');
+  const other = await m.component('PIPE-2', '1', 'H-101');
+  const isoId = await w.iso(m.fx, 'ISO-1', 'L-1');
+  const first = await w.weld(m.fx, isoId, 'W-1', { component_1_id: pipe, component_2_id: other });
+  const second = await w.weld(m.fx, isoId, 'W-2', { component_1_id: other, component_2_id: pipe });
+  const setP = (p: string) =>
+    m.asEngineer((c) =>
+      c.query(`update weld_public.components set p_number = $2 where id = $1`, [pipe, p]),
+    );
+  await setP('3');
+  t.deepEqual(await m.weldRow(first), [{ base_metal_1_p_number: '3', base_metal_2_p_number: '1' }]);
+  t.deepEqual(await m.weldRow(second), [
+    { base_metal_1_p_number: '1', base_metal_2_p_number: '3' },
+  ]);
+
+  // Released: the package's welds keep their base metals (WD008), so the component keeps its P-number.
+  await w.dba(`update weld_public.welds set status = 'ACCEPTED' where id = $1`, [first]);
+  const pkg = await w.testPackage(m.fx, 'TP-1', { welds: [first] });
+  await w.dba(`update weld_public.test_packages set state = 'released' where id = $1`, [pkg]);
+  const error = await refusal(t, setP('4'));
+  t.is(error.code, 'WD008');
+  t.deepEqual(await m.weldRow(first), [{ base_metal_1_p_number: '3', base_metal_2_p_number: '1' }]);
+});
+
+test('a recalled heat: every weld and ISO it touches, across ISOs and on either side, and nothing of another tenant', async (t) => {
+  const w = await rulesWorld(t);
+  const m = materialsWorld(w);
+  const recalled = await m.component('PIPE-1', '1', 'H-RECALL');
+  const fitting = await m.component('ELL-1', '1', 'H-RECALL', 'fitting');
+  const clean = await m.component('PIPE-2', '1', 'H-CLEAN');
+  const iso1 = await w.iso(m.fx, 'ISO-1', 'L-1');
+  const iso2 = await w.iso(m.fx, 'ISO-2', 'L-2');
+  const iso3 = await w.iso(m.fx, 'ISO-3', 'L-3');
+  await w.weld(m.fx, iso1, 'W-1', { component_1_id: recalled, component_2_id: clean });
+  await w.weld(m.fx, iso2, 'W-2', { component_1_id: clean, component_2_id: fitting });
+  await w.weld(m.fx, iso3, 'W-3', { component_1_id: clean });
+  // Tenant B has a heat of the same number: not ours to see.
+  const theirs = await w.insert('components', {
+    tenant_id: w.b.tenantId,
+    tag: 'B-PIPE',
+    kind: 'pipe',
+    material_spec: 'A106',
+    heat_number: 'H-RECALL',
+  });
+  const isoB = await w.iso(w.b, 'ISO-B', 'L-B');
+  await w.weld(w.b, isoB, 'W-B', { component_1_id: theirs });
+
+  const traced = await w.sqlAs<{ weld_number: string; iso_number: string }>(
+    m.fx,
+    'viewer',
+    `select distinct w.weld_number, i.iso_number
+       from weld_public.components c
+       cross join lateral weld_public.components_welds(c) w
+       join weld_public.isos i on i.id = w.iso_id
+      where c.heat_number = 'H-RECALL'
+      order by 1`,
+  );
+  t.deepEqual(traced, [
+    { weld_number: 'W-1', iso_number: 'ISO-1' },
+    { weld_number: 'W-2', iso_number: 'ISO-2' },
+  ]);
+});
