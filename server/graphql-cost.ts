@@ -132,6 +132,8 @@ export const COMPUTED_COLUMN_WEIGHTS: Readonly<Record<string, number>> = {
   'ExaminationSelection.inspectionId': 5,
   'ExaminationSelection.ndtRecordId': 5,
   'NdtRecordWeld.effectiveResult': 2,
+  // Two index lookups (either side of a weld) per component.
+  'Component.welds': 2,
 };
 /** The costliest computed column of each field name (for filters that do not name their row). */
 const COMPUTED_WEIGHT_BY_NAME = new Map<string, number>();
