@@ -113,6 +113,7 @@ export const CALENDAR = { first: '1900-01-01', last: '2200-12-31' } as const;
 /** Codes of the weld checks (weld_public.welds_checks), in the order the SQL sorts them. */
 export const WELD_CHECK_CODES = [
   'DATA_MISSING',
+  'FILLER_NOT_COVERED',
   'HARDNESS_HIGH',
   'PWHT_OUT_OF_RANGE',
   'PWHT_REQUIRED',
@@ -151,6 +152,8 @@ export const EVENT_RESOURCES = [
   'pwht_record',
   'hardness_reading',
   'component',
+  'filler_lot',
+  'weld_filler',
 ] as const;
 export const EVENT_TYPES = [
   ...EVENT_RESOURCES.flatMap((kind) => [`${kind}.created`, `${kind}.updated`, `${kind}.deleted`]),

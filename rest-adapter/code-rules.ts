@@ -380,7 +380,7 @@ const WeldCheck = z.object({
   code: z
     .enum(WELD_CHECK_CODES)
     .describe(
-      "DATA_MISSING: welder, WPS, date welded, a base metal's P-number or the WPS's P-numbers missing, and for a groove weld its wall thickness or a size that is no standard NPS (one each); WPS_NOT_APPROVED: its WPS is a draft; WPS_RANGE: a groove weld's outside diameter or thickness outside the WPS; WPS_PNUMBER: its base metals are not the joint its WPS covers (QW-403.11); WPS_RANGE_UNSUPPORTED: its WPS is not qualified by its PQRs (no PQR, a process, the thickness range of QW-451.1, the P-numbers of QW-424.1); WELDER_NOT_QUALIFIED: for a process of the WPS, no qualification of the welder in force on the day it was welded covers it (QW-322, QW-452, QW-303); REEXAMINATION_OPEN: a repair owes a new examination by the method that rejected it (B31.3 341.3.3); PWHT_REQUIRED: B31.3 Table 331.1.1 asks for PWHT at its P-numbers and wall and no PWHT record since it was welded covers it; PWHT_OUT_OF_RANGE: its latest PWHT record held outside the table's temperature range or too short for its wall; HARDNESS_HIGH: a hardness reading since its latest PWHT is over the table's limit for its P-numbers",
+      "DATA_MISSING: welder, WPS, date welded, a base metal's P-number or the WPS's P-numbers missing, and for a groove weld its wall thickness or a size that is no standard NPS (one each); WPS_NOT_APPROVED: its WPS is a draft; WPS_RANGE: a groove weld's outside diameter or thickness outside the WPS; WPS_PNUMBER: its base metals are not the joint its WPS covers (QW-403.11); WPS_RANGE_UNSUPPORTED: its WPS is not qualified by its PQRs (no PQR, a process, the thickness range of QW-451.1, the P-numbers of QW-424.1); WELDER_NOT_QUALIFIED: for a process of the WPS, no qualification of the welder in force on the day it was welded covers it (QW-322, QW-452, QW-303); REEXAMINATION_OPEN: a repair owes a new examination by the method that rejected it (B31.3 341.3.3); PWHT_REQUIRED: B31.3 Table 331.1.1 asks for PWHT at its P-numbers and wall and no PWHT record since it was welded covers it; PWHT_OUT_OF_RANGE: its latest PWHT record held outside the table's temperature range or too short for its wall; HARDNESS_HIGH: a hardness reading since its latest PWHT is over the table's limit for its P-numbers; FILLER_NOT_COVERED: a filler lot recorded for it is outside its WPS's F-numbers (QW-404.4) or for a process its WPS does not use",
     ),
   detail: z.string().describe('what exactly, in words'),
 });
@@ -520,9 +520,11 @@ const COMPUTED: Computed[] = [
       'on or after the day it was welded covers it. PWHT_OUT_OF_RANGE: its latest PWHT record held outside the ' +
       'temperature range (for two P-numbers, the higher range: B31.3 331.2.3(a)) or less time than its wall needs. ' +
       'HARDNESS_HIGH: a hardness reading taken on or after its latest PWHT is over the lowest limit of its P-numbers. ' +
+      "FILLER_NOT_COVERED: a filler lot recorded for it (GET /weld-fillers) is outside its WPS's fNumbers (QW-404.4) " +
+      'or recorded for a process its WPS does not use; with fillers and a WPS of no fNumbers, DATA_MISSING. ' +
       'Sorted by code, then detail. Where the tenant ' +
       "refuses welds that fail them (tenant_settings.weld_checks = 'refuse'), a write that leaves a weld with a check " +
-      'other than DATA_MISSING, REEXAMINATION_OPEN and the heat treatment ones (owed after welding) is 422 ' +
+      'other than DATA_MISSING, REEXAMINATION_OPEN and the heat treatment and filler ones (recorded after welding) is 422 ' +
       '/problems/weld-checks-failed.',
     answer: ['WeldChecks', WeldChecks],
     schemas: { WeldCheck: json(WeldCheck) },

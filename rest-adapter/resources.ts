@@ -1,6 +1,7 @@
 // The resources the REST adapter serves, in the order the API documents them. Adding a resource
 // is one file describing it (see isos.ts) and one line here.
 import { components } from './components.ts';
+import { fillerLots, weldFillers } from './fillers.ts';
 import { hardnessReadings, pwhtRecords } from './heat-treatment.ts';
 import { inspections } from './inspections.ts';
 import { isos } from './isos.ts';
@@ -26,4 +27,6 @@ export const RESOURCES: Resource[] = [
   pwhtRecords,
   hardnessReadings,
   components,
+  fillerLots,
+  weldFillers,
 ];

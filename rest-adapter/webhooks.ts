@@ -657,6 +657,8 @@ const EVENT_DATA: Record<
   pwht_record: 'PwhtRecord',
   hardness_reading: 'HardnessReading',
   component: 'Component',
+  filler_lot: 'FillerLot',
+  weld_filler: 'WeldFiller',
   examination_selection: 'ExaminationSelection',
   webhook: 'WebhookPausedData',
 };

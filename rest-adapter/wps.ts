@@ -44,6 +44,18 @@ export const wps = defineResource({
       nullable: true,
       write: 'always',
     },
+    fNumbers: {
+      column: 'f_numbers',
+      type: z
+        .array(z.number().int().min(1).max(99))
+        .min(1)
+        .max(10)
+        .describe(
+          "the filler F-numbers the WPS qualifies (ASME IX QW-404.4); null: not recorded (a weld's fillers are then DATA_MISSING)",
+        ),
+      nullable: true,
+      write: 'always',
+    },
     thicknessMinIn: column.number(
       'thickness_min_in',
       inches.describe('inches; the range must lie within what its PQRs support (QW-451.1)'),
@@ -78,6 +90,6 @@ export const wps = defineResource({
       write: true,
     },
   },
-  access: { create: 'engineer', update: 'engineer (state, pNumbers, ranges, pqrIds)' },
+  access: { create: 'engineer', update: 'engineer (state, pNumbers, fNumbers, ranges, pqrIds)' },
   problems: reliedOnProblems(true),
 });

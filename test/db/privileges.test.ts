@@ -375,6 +375,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.follow_examination(method text, weld_ids uuid[], ndt_record_id uuid, inspection_id uuid)':
       rules,
     'weld_private.heat_treatment_problems(welds weld_public.welds[])': rules,
+    'weld_private.filler_problems(welds weld_public.welds[])': rules,
     'weld_private.hold_released_packages(package_ids uuid[], change text)': rules,
     'weld_private.is_fillet(weld_type text)': rules,
     'weld_private.lock_lines_of(weld_ids uuid[])': rules,

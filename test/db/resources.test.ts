@@ -130,7 +130,17 @@ test('every resource has a version, 1 when created, that each update bumps', asy
   const component = await engineer(
     `insert into weld_public.components (tag, kind, material_spec) values ('C-1', 'pipe', 'A106') returning id`,
   );
+  const lot = await engineer(
+    `insert into weld_public.filler_lots (aws_classification, lot_number, f_number)
+     values ('E7018', 'L-1', 4) returning id`,
+  );
+  const used = await engineer(
+    `insert into weld_public.weld_fillers (weld_id, process, filler_lot_id) values ($1, 'SMAW', $2) returning id`,
+    [weld, lot],
+  );
   cases.push(
+    ['filler_lots', String(lot), `certificate_ref = 'C-1'`],
+    ['weld_fillers', String(used), `process = 'GTAW'`],
     ['components', String(component), `heat_number = 'H-1'`],
     ['pwht_records', String(pwht), `hold_minutes = 90`],
     ['hardness_readings', String(reading), `hardness_hb = 190`],
@@ -160,6 +170,7 @@ test('every resource has a version, 1 when created, that each update bumps', asy
     rows.map((r) => r.name),
     [
       'components',
+      'filler_lots',
       'hardness_readings',
       'inspections',
       'isos',
@@ -167,6 +178,7 @@ test('every resource has a version, 1 when created, that each update bumps', asy
       'pqrs',
       'pwht_records',
       'test_packages',
+      'weld_fillers',
       'welder_qualifications',
       'welders',
       'wps',

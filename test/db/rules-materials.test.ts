@@ -161,3 +161,97 @@ test('a recalled heat: every weld and ISO it touches, across ISOs and on either 
     { weld_number: 'W-2', iso_number: 'ISO-2' },
   ]);
 });
+
+/** An approved SMAW WPS qualifying `fNumbers`, a weld made to it, and a way to record its fillers. */
+async function fillerWorld(w: RulesWorld, fNumbers: number[] | null, process = 'SMAW') {
+  const fx = w.a;
+  const wpsId = await w.wps(fx, 'WPS-F', process, { f_numbers: fNumbers });
+  const isoId = await w.iso(fx, 'ISO-F', 'L-F');
+  const weldId = await w.weld(fx, isoId, 'F-1', { wps_id: wpsId });
+  const lot = (classification: string, lotNumber: string, fNumber: number) =>
+    w.insert('filler_lots', {
+      tenant_id: fx.tenantId,
+      aws_classification: classification,
+      lot_number: lotNumber,
+      f_number: fNumber,
+    });
+  const use = (lotId: string, usedFor = 'SMAW') =>
+    w.as(fx, 'inspector', (c) =>
+      c.query(
+        'insert into weld_public.weld_fillers (weld_id, process, filler_lot_id) values ($1, $2, $3)',
+        [weldId, usedFor, lotId],
+      ),
+    );
+  const fillerChecks = async () =>
+    (await w.checks(fx, weldId)).filter(
+      (c) => c.code === 'FILLER_NOT_COVERED' || /F-numbers/.test(c.detail),
+    );
+  return { fx, wpsId, weldId, lot, use, fillerChecks };
+}
+
+test('QW-404.4: a weld made with E7018 (F-No. 4) under a WPS qualifying F-No. 4 is covered; an E6010 lot (F-No. 3) is FILLER_NOT_COVERED', async (t) => {
+  const w = await rulesWorld(t);
+  const f = await fillerWorld(w, [4]);
+  await f.use(await f.lot('E7018', 'L-4471', 4));
+  t.deepEqual(await f.fillerChecks(), []);
+  await f.use(await f.lot('E6010', 'L-3310', 3));
+  t.deepEqual(await f.fillerChecks(), [
+    {
+      code: 'FILLER_NOT_COVERED',
+      detail:
+        'filler E6010 lot L-3310 (F-No. 3) for SMAW is not among the F-numbers of WPS WPS-F rev 0 (4; QW-404.4)',
+    },
+  ]);
+  // The WPS requalified for F-No. 3 as well: covered.
+  await w.dba('update weld_public.wps set f_numbers = $2 where id = $1', [f.wpsId, [3, 4]]);
+  t.deepEqual(await f.fillerChecks(), []);
+});
+
+test('QW-404.4: a filler recorded for a process the WPS does not use is not covered; a WPS with no F-numbers leaves fillers unjudged, and says so', async (t) => {
+  const w = await rulesWorld(t);
+  const f = await fillerWorld(w, null);
+  t.deepEqual(await f.fillerChecks(), [], 'no filler recorded: nothing to judge');
+  await f.use(await f.lot('ER70S-2', 'L-6001', 6), 'GTAW');
+  t.deepEqual(
+    (await f.fillerChecks()).map((c) => c.detail),
+    [
+      "WPS WPS-F rev 0 records no F-numbers: the weld's fillers are not judged (QW-404.4)",
+      'filler ER70S-2 lot L-6001 is recorded for GTAW, which WPS WPS-F rev 0 (SMAW) does not use',
+    ].sort(),
+  );
+});
+
+test('a released package holds its WPS F-numbers: a change that would leave a weld not covered is refused (WD011); refuse mode does not refuse the weld for a filler', async (t) => {
+  const w = await rulesWorld(t);
+  const f = await fillerWorld(w, [4]);
+  await f.use(await f.lot('E7018', 'L-4471', 4));
+  await w.dba(`update weld_public.welds set status = 'ACCEPTED' where id = $1`, [f.weldId]);
+  const pkg = await w.testPackage(f.fx, 'TP-F', { welds: [f.weldId] });
+  const blockers = async () =>
+    (await w.readiness(f.fx, pkg)).filter((r) => r.code === 'FILLER_NOT_COVERED');
+  t.deepEqual(await blockers(), []);
+  await w.dba(`update weld_public.test_packages set state = 'released' where id = $1`, [pkg]);
+  const error = await refusal(
+    t,
+    w.as(f.fx, 'engineer', (c) =>
+      c.query('update weld_public.wps set f_numbers = $2 where id = $1', [f.wpsId, [6]]),
+    ),
+  );
+  t.is(error.code, 'WD011');
+  t.regex(error.message, /this change of a WPS would leave it not ready/);
+
+  // In refuse mode a weld's write is not refused for its fillers (recorded after welding).
+  await w.setting(f.fx, 'weld_checks', 'refuse');
+  await w.dba(`update weld_public.test_packages set state = 'open' where id = $1`, [pkg]);
+  await f.use(await f.lot('E6010', 'L-3310', 3));
+  t.deepEqual((await blockers()).length, 1);
+  await w.as(f.fx, 'engineer', (c) =>
+    c.query(`update weld_public.welds set material = 'A106-B' where id = $1`, [f.weldId]),
+  );
+  t.deepEqual(
+    await w.sqlAs(f.fx, 'viewer', 'select material from weld_public.welds where id = $1', [
+      f.weldId,
+    ]),
+    [{ material: 'A106-B' }],
+  );
+});

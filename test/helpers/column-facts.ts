@@ -181,6 +181,7 @@ const SQL_TYPES: Record<string, string> = {
   timestamptz: 'datetime',
   uuid: 'uuid',
   _text: 'array',
+  _int4: 'array',
   jsonb: 'object',
 };
 
@@ -204,6 +205,7 @@ export function columnFacts(
     ...(column.comment !== null && { description: column.comment }),
   };
   if (column.udt === '_text') facts.items = { type: 'string' };
+  if (column.udt === '_int4') facts.items = { type: 'integer' };
   const c = name;
   const lowerBounds: string[] = [];
   for (const check of catalog.checks.filter((k) => k.table === table)) {
@@ -250,6 +252,12 @@ export function columnFacts(
         if (m[1] === '>=') facts.from = m[2]!;
         else facts.to = m[2]!;
         if (check.comment) facts.messages.dates = check.comment;
+      } else if ((m = new RegExp(`^(-?\\d+) (<=|>=) ALL \\(${c}\\)$`).exec(term))) {
+        // every item at least (or at most) the number
+        if (m[2] === '<=') facts.items = { ...facts.items, minimum: Number(m[1]) };
+        else facts.items = { ...facts.items, maximum: Number(m[1]) };
+      } else if (new RegExp(`^array_position\\(${c}, NULL::\\w+\\) IS NULL$`).test(term)) {
+        facts.items = { ...facts.items, nullable: false };
       } else if ((m = new RegExp(`^cardinality\\(${c}\\) (>=|<=) (\\d+)$`).exec(term))) {
         if (m[1] === '>=') facts.minItems = Number(m[2]);
         else facts.maxItems = Number(m[2]);

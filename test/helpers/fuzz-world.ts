@@ -151,7 +151,7 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
 
   // What a seed does not make: a webhook (to a closed port on loopback: a test message fails,
   // after the webhook timeout as every failure does), an import, examination selections, a PWHT
-  // record, a hardness reading and a component.
+  // record, a hardness reading, a component and a filler lot used on a weld.
   const as = (role: Role, path: string, body: unknown, type = 'application/json') =>
     request(port, {
       method: 'POST',
@@ -178,6 +178,19 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
       holdMinutes: 60,
       weldIds: [welds[0]!.id],
     }),
+    await as('engineer', '/filler-lots', {
+      awsClassification: 'E7018',
+      lotNumber: 'FUZZ-LOT-1',
+      fNumber: 4,
+    }).then(async (lot) =>
+      lot.status === 201
+        ? as('inspector', '/weld-fillers', {
+            weldId: welds[0]!.id,
+            process: 'SMAW',
+            fillerLotId: lot.json.id,
+          })
+        : lot,
+    ),
     await as('engineer', '/components', {
       tag: 'FUZZ-C-1',
       kind: 'pipe',

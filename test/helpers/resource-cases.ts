@@ -7,6 +7,7 @@ import type pg from 'pg';
 import { hashPassword } from '../../db/passwords.ts';
 import { addTenant } from '../../db/tenants.ts';
 import { components } from '../../rest-adapter/components.ts';
+import { fillerLots, weldFillers } from '../../rest-adapter/fillers.ts';
 import { hardnessReadings, pwhtRecords } from '../../rest-adapter/heat-treatment.ts';
 import { isos } from '../../rest-adapter/isos.ts';
 import { pqrs } from '../../rest-adapter/pqrs.ts';
@@ -49,6 +50,7 @@ export interface Deps {
   wps: string[];
   welds: string[];
   components: string[];
+  fillerLots: string[];
 }
 
 export interface World {
@@ -104,6 +106,10 @@ export async function backdrop(owner: pg.Client, tenant: string): Promise<Deps> 
       `insert into weld_public.components (tenant_id, tag, kind, material_spec, p_number, heat_number)
        select $1, 'BD-C-' || n, 'pipe', 'A106', '1', 'BD-HEAT-' || n from generate_series(0, 1) n
        order by n returning id`,
+    ),
+    fillerLots: await ids(
+      `insert into weld_public.filler_lots (tenant_id, aws_classification, lot_number, f_number)
+       select $1, 'E7018', 'BD-LOT-' || n, 4 from generate_series(0, 1) n order by n returning id`,
     ),
   };
 }
@@ -374,6 +380,7 @@ export const CASES: ResourceCase[] = [
       thicknessMaxIn: 1,
       diameterMinIn: 0,
       diameterMaxIn: null,
+      fNumbers: n % 2 ? [6] : [4, 6],
       pqrIds: [d.pqrs[n % 2]],
     }),
     // pqrIds is replaced as a whole, not added to; an approved WPS stays within what its PQRs
@@ -523,6 +530,48 @@ export const CASES: ResourceCase[] = [
     naturalKey: ['tag'],
     references: [],
     deletable: true,
+  },
+  {
+    resource: fillerLots,
+    body: (_d, n) => ({
+      awsClassification: n % 2 ? 'ER70S-2' : 'E7018',
+      lotNumber: `LOT-${n}`,
+      spec: n % 2 ? 'SFA-5.18' : 'SFA-5.1',
+      fNumber: n % 2 ? 6 : 4,
+      aNumber: 1,
+      certificateRef: n % 2 ? null : `CERT-${n}`,
+    }),
+    change: () => ({ certificateRef: 'CERT-9', aNumber: null }),
+    filters: {
+      awsClassification: equal('awsClassification'),
+      lotNumber: equal('lotNumber'),
+    },
+    readOnly: { post: [], patch: [] },
+    naturalKey: ['awsClassification', 'lotNumber'],
+    references: [],
+    deletable: true,
+  },
+  {
+    resource: weldFillers,
+    body: (d, n) => ({
+      weldId: d.welds[n % 2],
+      process: ['SMAW', 'GTAW', 'PAW', 'FCAW'][n % 4],
+      fillerLotId: d.fillerLots[n % 2],
+    }),
+    change: (d) => ({ process: 'GMAW', fillerLotId: d.fillerLots[1] }),
+    filters: {
+      weldId: equal('weldId'),
+      process: equal('process'),
+      fillerLotId: equal('fillerLotId'),
+    },
+    readOnly: { post: [], patch: ['weldId'] },
+    naturalKey: ['weldId', 'process', 'fillerLotId'],
+    references: [
+      { field: 'weldId', to: 'welds' },
+      { field: 'fillerLotId', to: 'fillerLots' },
+    ],
+    deletable: true,
+    refused: ['viewer'],
   },
 ];
 

@@ -174,6 +174,19 @@ test('every resource change is exactly one event whose data is the resource as G
     materialSpec: 'A106',
     heatNumber: 'H-1',
   });
+  const lot = await create('/filler-lots', {
+    awsClassification: 'E7018',
+    lotNumber: 'L-1',
+    fNumber: 4,
+  });
+  const filler = ok(
+    await w.a.inspector.post('/weld-fillers', {
+      weldId: weld.id,
+      process: 'GTAW',
+      fillerLotId: lot.id,
+    }),
+    201,
+  );
   const pwht = ok(
     await w.a.inspector.post('/pwht-records', {
       recordNumber: 'PW-1',
@@ -212,6 +225,8 @@ test('every resource change is exactly one event whose data is the resource as G
     pwht_record: 'pwht-records',
     hardness_reading: 'hardness-readings',
     component: 'components',
+    filler_lot: 'filler-lots',
+    weld_filler: 'weld-fillers',
   };
   const created = [
     pqr,
@@ -227,6 +242,8 @@ test('every resource change is exactly one event whose data is the resource as G
     pwht,
     reading,
     component,
+    lot,
+    filler,
   ];
   for (const item of created) {
     const mine = events.filter((e) => e.subjectId === item.id);
