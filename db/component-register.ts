@@ -12,6 +12,14 @@ import { z } from 'zod';
 import { CsvParser, CsvSyntaxError, detectDelimiter } from './csv.ts';
 import { copyCsvTo, MAX_IMPORT_ERRORS, type ImportError } from './weld-register.ts';
 
+/**
+ * The most rows one import takes. A register is parsed and checked whole in memory, on the event
+ * loop: 20,000 rows (a large project's components, about 2 MB) take a fraction of a second.
+ */
+export const MAX_COMPONENT_ROWS = 20_000;
+/** The most bytes one import takes: MAX_COMPONENT_ROWS rows of every column, with room. */
+export const MAX_COMPONENT_BYTES = 10 * 1024 * 1024;
+
 /** The register's columns (the contract's field names), in the order the export writes them. */
 export const COMPONENT_COLUMNS = [
   'tag',
@@ -87,14 +95,21 @@ export async function importComponents(
   schema: z.ZodObject,
   options: { dryRun: boolean },
 ): Promise<ComponentImport> {
+  // Only the first MAX_IMPORT_ERRORS are kept (rows come in line order); all are counted.
   const errors: ImportError[] = [];
+  let errorCount = 0;
   const fail = (line: number, column: string | null, value: string | null, detail: string) => {
-    errors.push({ line, column, value: value === null ? null : value.slice(0, 200), detail });
+    errorCount++;
+    if (errors.length < MAX_IMPORT_ERRORS) {
+      errors.push({ line, column, value: value === null ? null : value.slice(0, 200), detail });
+    }
   };
   const body = text.replace(/^\uFEFF/, '');
   let records;
+  let delimiter: ',' | ';' = ',';
   try {
-    const parser = new CsvParser(detectDelimiter(body.split(/\r\n|\r|\n/, 1)[0] ?? ''));
+    delimiter = detectDelimiter(body.split(/\r\n|\r|\n/, 1)[0] ?? '');
+    const parser = new CsvParser(delimiter);
     records = [...parser.push(body), ...parser.end()].filter((r) => r.fields.some((f) => f !== ''));
   } catch (error) {
     if (!(error instanceof CsvSyntaxError)) throw error;
@@ -102,6 +117,15 @@ export async function importComponents(
     return { ok: false, errors, errorCount: 1 };
   }
   const [header, ...rows] = records;
+  if (rows.length > MAX_COMPONENT_ROWS) {
+    fail(
+      1,
+      null,
+      null,
+      `the file has ${rows.length} rows; an import takes at most ${MAX_COMPONENT_ROWS}: split it`,
+    );
+    return { ok: false, errors, errorCount };
+  }
   const columns = (header?.fields ?? []).map((f) => f.trim());
   for (const [i, name] of columns.entries()) {
     if (!(COMPONENT_COLUMNS as readonly string[]).includes(name)) {
@@ -109,7 +133,7 @@ export async function importComponents(
     } else if (columns.indexOf(name) !== i) fail(1, name, null, 'is given twice');
   }
   if (!columns.includes('tag')) fail(1, 'tag', null, 'is required: components are kept by tag');
-  if (errors.length) return { ok: false, errors, errorCount: errors.length };
+  if (errorCount) return { ok: false, errors, errorCount };
   const present = columns as Column[];
 
   // Each row as the create body would have it: values trimmed, a spreadsheet's formula guard
@@ -126,6 +150,9 @@ export async function importComponents(
       let value = (record.fields[i] ?? '').trim();
       if (/^'[=+@\t\r-]/.test(value)) value = value.slice(1);
       if (value === '') item[name] = null;
+      // (In a semicolon file, as spreadsheets in comma-decimal locales write it, 8,625 is 8.625.)
+      else if (NUMBERS.has(name) && delimiter === ';' && /^-?\d+,\d+$/.test(value))
+        item[name] = Number(value.replace(',', '.'));
       else if (NUMBERS.has(name) && /^-?\d+(\.\d+)?$/.test(value)) item[name] = Number(value);
       else item[name] = value;
     }
@@ -149,7 +176,9 @@ export async function importComponents(
         const column = String(issue.path[0] ?? '') || null;
         const at = present.indexOf(column as Column);
         const value = at < 0 ? null : (record.fields[at] ?? '').trim();
-        fail(record.line, column, value, issue.message);
+        // An empty cell where a value is needed says so in words, not in types.
+        const empty = column !== null && item[column] === null;
+        fail(record.line, column, value, empty ? 'is required' : issue.message);
       }
       continue;
     }
@@ -174,9 +203,9 @@ export async function importComponents(
       );
     }
   }
-  if (errors.length) {
+  if (errorCount) {
     errors.sort((a, b) => a.line - b.line);
-    return { ok: false, errors: errors.slice(0, MAX_IMPORT_ERRORS), errorCount: errors.length };
+    return { ok: false, errors, errorCount };
   }
   if (items.length === 0)
     return { ok: true, counts: { rows: 0, created: 0, updated: 0, unchanged: 0 } };

@@ -164,6 +164,10 @@ export const EVENT_TYPES = [
   'examination_selection.reopened',
   // An endpoint paused with its author (migrations/current.sql, F14); not a resource's change.
   'webhook.paused',
+  // Welder alerts, from the daily tick (weld_hidden.send_welder_alerts, F19).
+  'qualification.lapsing',
+  'qualification.lapsed',
+  'welder.repair_rate_exceeded',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -285,7 +285,11 @@ const EVENTS =
   'progressive, with its state), .closed (an examination that meets it covers the weld), .reopened (a correction ' +
   'took the weld off the last such examination); webhook.paused (data: {id, pausedAt, pausedReason, createdBy}, ' +
   'the URL left out: an admin\u2019s endpoint paused because its author was deactivated or stopped being an ' +
-  'admin). Several changes of one ' +
+  'admin); qualification.lapsing (data: the welder qualification; change: process, validUntil, daysLeft, cause ' +
+  'expiry or continuity, threshold 30, 14 or 3: sent once per threshold as its last day in force nears), ' +
+  'qualification.lapsed (change: process, validUntil, state: after a lapsing alert, once it is no longer in force), ' +
+  'welder.repair_rate_exceeded (data: the welder; change: month, weldsExamined, weldsRejected, repairRatePercent, ' +
+  'thresholdPercent: once per month over the tenant\u2019s threshold), these three from a daily tick. Several changes of one ' +
   'resource in one transaction are one event showing the final state. `data` is the resource as its GET shows it ' +
   'after the change. Ids are given after commit, in order, so a reader that passes the last id it has as ' +
   '`after` never misses or repeats an event, even when transactions commit out of the order they began, and one ' +

@@ -15,7 +15,12 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { WELD_TYPES } from '../db/vocabulary.ts';
-import { COMPONENT_COLUMNS, importComponents } from '../db/component-register.ts';
+import {
+  COMPONENT_COLUMNS,
+  importComponents,
+  MAX_COMPONENT_BYTES,
+  MAX_COMPONENT_ROWS,
+} from '../db/component-register.ts';
 import { runImport } from '../db/weld-register.ts';
 import { components } from './components.ts';
 import {
@@ -271,7 +276,9 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
           'and a weld naming a component whose pNumber changed takes the new one (refused, and nothing ' +
           'written, for a weld of a test package that is not open). A row the file gives as it is counts as ' +
           'unchanged and is not written. dryRun=true checks and counts and writes nothing. Two imports of ' +
-          'the same tags at once: the later one wins. The body may be up to IMPORT_MAX_BYTES.',
+          'the same new tag at once: one is 409 /problems/conflict. A file holds at most ' +
+          `${MAX_COMPONENT_ROWS} rows and ${MAX_COMPONENT_BYTES} bytes (or IMPORT_MAX_BYTES, if smaller); a tenant has ` +
+          `at most ${IMPORTS_PER_TENANT} imports in progress on an instance, of welds and components together.`,
         parameters: queryParameters(importQuery),
         requestBody: {
           required: true,
@@ -293,10 +300,15 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
           '409': problem(
             'a weld naming a component of the file is in a test package that is not open (/problems/state-conflict), or another request changed the same rows meanwhile; nothing was written',
           ),
-          '413': problem('the file is larger than IMPORT_MAX_BYTES'),
+          '413': problem(
+            `the file is larger than ${MAX_COMPONENT_BYTES} bytes (or IMPORT_MAX_BYTES)`,
+          ),
           '415': problem('the body is not text/csv in UTF-8'),
           '422': importProblem(
             'the file has errors (/problems/import-invalid, naming each line), or a bad parameter (/problems/validation-failed)',
+          ),
+          '429': problem(
+            `/problems/too-many-imports: the tenant already has ${IMPORTS_PER_TENANT} imports in progress on this instance; Retry-After`,
           ),
           ...common,
         },
@@ -327,10 +339,25 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
             detail: 'Importing components needs the engineer role or above.',
           });
         }
-        const text = await readUtf8(req, maxBytes);
-        const outcome = await inDatabase(pool, req, (db) =>
-          importComponents(db, text, components.createBody!, { dryRun }),
-        );
+        const done = inFlight.take(req.tenant!.id, IMPORTS_PER_TENANT);
+        if (!done) {
+          throw problemOf('too-many-imports', {
+            detail:
+              `This tenant already has ${IMPORTS_PER_TENANT} imports in progress, the most ` +
+              'allowed at once; send this one when one of them has answered.',
+            extensions: { limit: IMPORTS_PER_TENANT },
+            headers: { 'Retry-After': '5' },
+          });
+        }
+        let outcome;
+        try {
+          const text = await readUtf8(req, Math.min(maxBytes, MAX_COMPONENT_BYTES));
+          outcome = await inDatabase(pool, req, (db) =>
+            importComponents(db, text, components.createBody!, { dryRun }),
+          );
+        } finally {
+          done();
+        }
         if (!outcome.ok) {
           throw problemOf('import-invalid', {
             detail:

@@ -642,7 +642,7 @@ export function webhookRoutes(pool: pg.Pool, options: WebhookOptions): Route[] {
 
 /** The schema each event type's `data` has: the resource's, as its GET shows it. */
 const EVENT_DATA: Record<
-  (typeof EVENT_RESOURCES)[number] | 'examination_selection' | 'webhook',
+  (typeof EVENT_RESOURCES)[number] | 'examination_selection' | 'webhook' | 'qualification',
   string
 > = {
   iso: 'Iso',
@@ -660,6 +660,7 @@ const EVENT_DATA: Record<
   filler_lot: 'FillerLot',
   weld_filler: 'WeldFiller',
   examination_selection: 'ExaminationSelection',
+  qualification: 'WelderQualification',
   webhook: 'WebhookPausedData',
 };
 

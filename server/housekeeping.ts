@@ -15,6 +15,10 @@
 // that no tenant waits for another's backlog; what a call leaves over, the next round takes. The
 // reports are exact without it (they compute what is noted); it keeps them fast. Two instances
 // never refresh one tenant at once (an advisory lock per tenant).
+//
+// And every ALERTS_EVERY_MS, the day's welder alerts of each tenant that has not had them
+// (weld_hidden.send_welder_alerts: qualifications lapsing and lapsed, repair rates over the
+// threshold): the first instance to ask on a day sends them; the others find them sent.
 import type pg from 'pg';
 import { inTransaction, withQueryTimeout } from '../db/database.ts';
 import type { Logger } from '../rest-adapter/http/log.ts';
@@ -22,6 +26,7 @@ import type { Logger } from '../rest-adapter/http/log.ts';
 export const PURGE_EVERY_MS = 15 * 60_000;
 export const REAP_EVERY_MS = 1_000;
 export const REFRESH_EVERY_MS = 1_000;
+export const ALERTS_EVERY_MS = 60_000;
 
 /** One call's limit: the function's chunks (100 lines, 20 packages, 100 welders) take seconds. */
 const REFRESH_TIMEOUT_MS = 60_000;
@@ -118,6 +123,34 @@ export interface Housekeeping {
   stop(): Promise<void>;
 }
 
+/**
+ * The day's welder alerts for every tenant that has not had them: one transaction per tenant, so
+ * one that fails (logged by the caller) leaves the others sent and is asked again next time.
+ */
+export async function sendWelderAlerts(
+  pool: pg.Pool,
+): Promise<{ sent: number; failed: Array<{ tenantId: string; error: unknown }> }> {
+  const { rows } = await pool.query<{ tenant_id: string }>(
+    'select t as tenant_id from weld_hidden.alerts_due() t',
+  );
+  let sent = 0;
+  const failed: Array<{ tenantId: string; error: unknown }> = [];
+  for (const { tenant_id: tenantId } of rows) {
+    try {
+      sent += await inTransaction(pool, 'begin', async (db) => {
+        const { rows: done } = await db.query<{ sent: number }>(
+          'select weld_hidden.send_welder_alerts($1) as sent',
+          [tenantId],
+        );
+        return done[0]!.sent;
+      });
+    } catch (error) {
+      failed.push({ tenantId, error });
+    }
+  }
+  return { sent, failed };
+}
+
 export function startHousekeeping(
   pool: pg.Pool,
   logger: Logger,
@@ -128,6 +161,7 @@ export function startHousekeeping(
     /** The pool the reaper uses (the health probes' small one: the request pool may be full). */
     reapPool?: pg.Pool;
     refreshEveryMs?: number;
+    alertsEveryMs?: number;
   },
 ): Housekeeping {
   const everyMs = options.everyMs ?? PURGE_EVERY_MS;
@@ -201,6 +235,25 @@ export function startHousekeeping(
       )
       .finally(() => (refreshing = undefined));
   };
+  let alerting: Promise<void> | undefined;
+  const alert = () => {
+    if (alerting || stopped) return;
+    alerting = sendWelderAlerts(pool)
+      .then(
+        ({ sent, failed }) => {
+          if (sent) logger.info({ sent }, 'welder alerts sent');
+          for (const { tenantId, error } of failed) {
+            logger.warn({ err: error, tenantId }, 'sending welder alerts failed; next time');
+          }
+        },
+        (error: unknown) => logger.warn({ err: error }, 'sending welder alerts failed'),
+      )
+      .finally(() => (alerting = undefined));
+  };
+  const firstAlerts = setTimeout(alert, 5_000);
+  const alerter = setInterval(alert, options.alertsEveryMs ?? ALERTS_EVERY_MS);
+  firstAlerts.unref();
+  alerter.unref();
   const first = setTimeout(run, 1_000);
   const refresher = setInterval(refresh, options.refreshEveryMs ?? REFRESH_EVERY_MS);
   refresher.unref();
@@ -217,7 +270,10 @@ export function startHousekeeping(
       clearInterval(timer);
       clearInterval(reaper);
       clearInterval(refresher);
+      clearTimeout(firstAlerts);
+      clearInterval(alerter);
       await refreshing; // the call in flight ends; the round stops there
+      await alerting;
     },
   };
 }

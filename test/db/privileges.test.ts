@@ -319,6 +319,8 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_hidden.refresh_reports(tenant uuid, max_lines integer, max_packages integer, max_welders integer)':
       server(rules),
     'weld_hidden.reports_due()': server(owner),
+    'weld_hidden.alerts_due()': server(owner),
+    'weld_hidden.send_welder_alerts(tenant uuid)': server(owner),
     'weld_private.tg_welds__iso_weld_counts_move()': owner,
     'weld_private.tg__selection_closure()': owner,
     'weld_private.tg__selection_outbox()': owner,

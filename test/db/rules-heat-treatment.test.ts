@@ -3,7 +3,7 @@
 // table's temperature and time, and its hardness after it. Each test is a worked example named by
 // its paragraph; the weld's checks (and a package's readiness) are the verdict.
 import test from 'ava';
-import { rulesWorld, type RulesWorld } from '../helpers/rules.ts';
+import { refusal, rulesWorld, type RulesWorld } from '../helpers/rules.ts';
 
 const MM = 1 / 25.4;
 /** A wall of `mm` millimetres in inches, to three places as numeric(6, 3) holds it. */
@@ -294,4 +294,55 @@ test('row security: another tenant sees none of the PWHT records or hardness rea
   );
   t.is((error as { code?: string }).code, '23503');
   t.deepEqual(await h.heatChecks(weld), []);
+});
+
+test('a released package holds the records it was judged on: a PWHT record changed or taken off its weld is refused (WD011) when it would leave the package not ready; a new finding is taken', async (t) => {
+  const w = await rulesWorld(t);
+  const h = await heatWorld(w);
+  // A package ready but for its heat treatment: a qualified welder and WPS, and (by the DBA) no
+  // examination asked of the tenant's normal service, 0% RT on the ISO.
+  await w.dba(`delete from weld_public.examination_rules where tenant_id = $1`, [h.fx.tenantId]);
+  await w.dba(`update weld_public.isos set rt_percent = 0 where id = $1`, [h.isoId]);
+  const wpsId = await w.wps(h.fx, 'WPS-1', 'SMAW');
+  const welderId = await w.qualifiedWelder(h.fx, 'W1', wpsId);
+  const weldId = await h.weld({ wall_thickness: 0.787, wps_id: wpsId, welder_id: welderId });
+  const recordId = await h.pwht([weldId]);
+  await w.dba(`update weld_public.welds set status = 'ACCEPTED' where id = $1`, [weldId]);
+  const pkg = await w.testPackage(h.fx, 'TP-HT', { welds: [weldId] });
+  t.deepEqual(await w.readiness(h.fx, pkg), []);
+  await w.dba(`update weld_public.test_packages set state = 'released' where id = $1`, [pkg]);
+  const asInspector = (sql: string, params: unknown[]) =>
+    w.as(h.fx, 'inspector', (c) => c.query(sql, params));
+
+  // A chart re-read within the range: the package stays ready, so it is taken.
+  await asInspector('update weld_public.pwht_records set hold_minutes = 75 where id = $1', [
+    recordId,
+  ]);
+  for (const [sql, what] of [
+    [
+      'update weld_public.pwht_records set holding_temperature_f = 900 where id = $1',
+      'this change',
+    ],
+    ['delete from weld_public.pwht_record_welds where pwht_record_id = $1', 'deleting'],
+    ['delete from weld_public.pwht_records where id = $1', 'deleting'],
+  ] as const) {
+    const error = await refusal(t, asInspector(sql, [recordId]));
+    t.is(error.code, 'WD011', sql);
+    t.regex(error.message, new RegExp(`test package TP-HT is released: ${what}`), sql);
+  }
+  // The weld's preheat and components are its data: frozen like the rest (WD008).
+  const frozen = await refusal(
+    t,
+    w.as(h.fx, 'engineer', (c) =>
+      c.query('update weld_public.welds set preheat_f = 400 where id = $1', [weldId]),
+    ),
+  );
+  t.is(frozen.code, 'WD008');
+  // A hardness reading found after the release is a fact: taken, and readiness names it.
+  await w.dba(
+    `update weld_public.heat_treatment_rules set hardness_max_hb = 200 where tenant_id = $1 and p_number = '1'`,
+    [h.fx.tenantId],
+  );
+  await h.hardness(weldId, 260, '2026-02-20');
+  t.true((await w.readiness(h.fx, pkg)).some((r) => r.code === 'HARDNESS_HIGH'));
 });

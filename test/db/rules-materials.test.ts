@@ -90,6 +90,14 @@ test('a weld naming a component may not give its side another P-number: 422 nami
     ),
   );
   t.is(change.code, 'WD007');
+  // Clearing it is a change too.
+  const cleared = await refusal(
+    t,
+    m.asEngineer((c) =>
+      c.query(`update weld_public.welds set base_metal_1_p_number = null where id = $1`, [same]),
+    ),
+  );
+  t.is(cleared.code, 'WD007');
   await m.asEngineer((c) =>
     c.query(`update weld_public.welds set base_metal_2_p_number = '8' where id = $1`, [same]),
   );
@@ -239,6 +247,13 @@ test('a released package holds its WPS F-numbers: a change that would leave a we
   );
   t.is(error.code, 'WD011');
   t.regex(error.message, /this change of a WPS would leave it not ready/);
+  // And so does its filler lot's F-number (a correction of the certificate's reading).
+  const lotError = await refusal(
+    t,
+    w.as(f.fx, 'engineer', (c) => c.query(`update weld_public.filler_lots set f_number = 3`)),
+  );
+  t.is(lotError.code, 'WD011');
+  t.regex(lotError.message, /this change of a filler lot would leave it not ready/);
 
   // In refuse mode a weld's write is not refused for its fillers (recorded after welding).
   await w.setting(f.fx, 'weld_checks', 'refuse');

@@ -73,6 +73,22 @@ test('REST: GET /welds?heatNumber= and /isos?heatNumber= find every weld and ISO
     clash.json.errors.map((e: { pointer: string }) => e.pointer),
     ['/baseMetal2PNumber'],
   );
+  // The weld register may not give a component side another P-number, nor clear it: line errors.
+  const register = await w.a.engineer.post(
+    '/imports/welds',
+    'isoNumber,weldNumber,baseMetal1PNumber,baseMetal2PNumber\nISO-2,W-2,1,1\nISO-1,W-1,,1\n',
+    { 'content-type': 'text/csv' },
+  );
+  t.is(register.status, 422, register.text);
+  t.is(register.json.type, '/problems/import-invalid');
+  t.deepEqual(
+    register.json.errors.map((e: { line: number; column: string }) => [e.line, e.column]),
+    [
+      [2, 'baseMetal2PNumber'],
+      [3, 'baseMetal1PNumber'],
+    ],
+  );
+  t.regex(register.json.errors[0].detail, /names component E-1 here, P-No\. 8/);
   // A component a weld names is not deleted; one no weld names is.
   t.is((await w.a.engineer.del(`/components/${h.recalled.id}`)).status, 409);
   const spare = ok(
@@ -217,8 +233,26 @@ test('the component register as CSV: exported, imported back unchanged, edited, 
   const newWithout = await importCsv('tag,heatNumber\nP-9,H-9\n');
   t.is(newWithout.status, 422);
   t.regex(newWithout.json.errors[0].detail, /required for a new component/);
+  // An empty required cell is named in words; a decimal comma is read in a semicolon file.
+  const emptyKind = await importCsv('tag,kind,materialSpec\nP-8,,A106\n');
+  t.deepEqual(
+    emptyKind.json.errors.map((e: { column: string; detail: string }) => [e.column, e.detail]),
+    [['kind', 'is required']],
+  );
+  t.like(ok(await importCsv('tag;kind;materialSpec;size\nP-7;pipe;A106;8,625\n')), { created: 1 });
+  t.is(ok(await w.a.viewer.get('/components?tag=P-7')).items[0].size, 8.625);
   t.deepEqual(ok(await w.a.viewer.get('/components?tag=P-9')).items, []);
   t.is((await importCsv(Buffer.from([0x74, 0x61, 0x67, 0x0a, 0xff, 0x0a]))).status, 415);
+  // Bounded: at most 20,000 rows; the first 200 errors kept, all counted.
+  const rows = (n: number, kind: string) =>
+    'tag,kind,materialSpec\n' +
+    Array.from({ length: n }, (_, i) => `X-${i},${kind},A106\n`).join('');
+  const tooMany = await importCsv(rows(20_001, 'pipe'));
+  t.is(tooMany.status, 422);
+  t.regex(tooMany.json.errors[0].detail, /20001 rows; an import takes at most 20000/);
+  const allBad = await importCsv(rows(500, 'tube'));
+  t.is(allBad.json.errors.length, 200);
+  t.is(allBad.json.errorCount, 500);
   // An inspector is refused before the file is read.
   const refused = await importCsv(edit, '', 'inspector');
   t.is(refused.status, 403);
