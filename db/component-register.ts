@@ -9,7 +9,7 @@
 import type { Writable } from 'node:stream';
 import type pg from 'pg';
 import { z } from 'zod';
-import { CsvParser, CsvSyntaxError, detectDelimiter } from './csv.ts';
+import { CsvParser, CsvSyntaxError, detectDelimiter, type CsvRecord } from './csv.ts';
 import { copyCsvTo, MAX_IMPORT_ERRORS, type ImportError } from './weld-register.ts';
 
 /**
@@ -105,12 +105,21 @@ export async function importComponents(
     }
   };
   const body = text.replace(/^\uFEFF/, '');
-  let records;
+  const records: CsvRecord[] = [];
   let delimiter: ',' | ';' = ',';
   try {
     delimiter = detectDelimiter(body.split(/\r\n|\r|\n/, 1)[0] ?? '');
     const parser = new CsvParser(delimiter);
-    records = [...parser.push(body), ...parser.end()].filter((r) => r.fields.some((f) => f !== ''));
+    // In pieces, keeping only records with something in them, and stopping at the row cap: a
+    // file of a million empty lines costs no more than one of MAX_COMPONENT_ROWS rows.
+    const PIECE = 64 * 1024;
+    const keep = (piece: CsvRecord[]) => {
+      for (const record of piece) if (record.fields.some((f) => f !== '')) records.push(record);
+    };
+    for (let at = 0; at < body.length && records.length <= MAX_COMPONENT_ROWS + 1; at += PIECE) {
+      keep(parser.push(body.slice(at, at + PIECE)));
+    }
+    if (records.length <= MAX_COMPONENT_ROWS + 1) keep(parser.end());
   } catch (error) {
     if (!(error instanceof CsvSyntaxError)) throw error;
     fail(error.line, null, null, error.message);
@@ -118,12 +127,7 @@ export async function importComponents(
   }
   const [header, ...rows] = records;
   if (rows.length > MAX_COMPONENT_ROWS) {
-    fail(
-      1,
-      null,
-      null,
-      `the file has ${rows.length} rows; an import takes at most ${MAX_COMPONENT_ROWS}: split it`,
-    );
+    fail(1, null, null, `the file has more than ${MAX_COMPONENT_ROWS} rows: split it`);
     return { ok: false, errors, errorCount };
   }
   const columns = (header?.fields ?? []).map((f) => f.trim());

@@ -54,6 +54,13 @@ export const pwhtRecords = defineResource({
     }),
     chartRef: column.text('chart_ref', 500, { nullable: true, write: 'always' }),
   },
+  filters: {
+    weldId: {
+      sql: `exists (select from weld_public.pwht_record_welds l
+                     where l.tenant_id = r.tenant_id and l.pwht_record_id = r.id and l.weld_id = ?)`,
+      type: z.uuid().describe('only the records covering this weld'),
+    },
+  },
   links: {
     weldIds: {
       table: 'weld_public.pwht_record_welds',

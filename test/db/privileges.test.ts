@@ -425,6 +425,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg__set_recorded_by()': owner,
     'weld_private.tg__test_package_open()': owner,
     'weld_private.tg__touch_parent()': rules,
+    'weld_private.tg__hold_weld_records()': rules,
     'weld_private.tg_film_interval_welds__examination_change()': rules,
     'weld_private.tg_film_intervals__examination_change()': rules,
     'weld_private.tg_sessions__notify_revoked()': owner,

@@ -296,7 +296,7 @@ test('row security: another tenant sees none of the PWHT records or hardness rea
   t.deepEqual(await h.heatChecks(weld), []);
 });
 
-test('a released package holds the records it was judged on: a PWHT record changed or taken off its weld is refused (WD011) when it would leave the package not ready; a new finding is taken', async (t) => {
+test('a released package holds the records of its welds (WD008), as it holds their data; a new finding is taken', async (t) => {
   const w = await rulesWorld(t);
   const h = await heatWorld(w);
   // A package ready but for its heat treatment: a qualified welder and WPS, and (by the DBA) no
@@ -307,6 +307,7 @@ test('a released package holds the records it was judged on: a PWHT record chang
   const welderId = await w.qualifiedWelder(h.fx, 'W1', wpsId);
   const weldId = await h.weld({ wall_thickness: 0.787, wps_id: wpsId, welder_id: welderId });
   const recordId = await h.pwht([weldId]);
+  await h.hardness(weldId, 180);
   await w.dba(`update weld_public.welds set status = 'ACCEPTED' where id = $1`, [weldId]);
   const pkg = await w.testPackage(h.fx, 'TP-HT', { welds: [weldId] });
   t.deepEqual(await w.readiness(h.fx, pkg), []);
@@ -314,21 +315,23 @@ test('a released package holds the records it was judged on: a PWHT record chang
   const asInspector = (sql: string, params: unknown[]) =>
     w.as(h.fx, 'inspector', (c) => c.query(sql, params));
 
-  // A chart re-read within the range: the package stays ready, so it is taken.
-  await asInspector('update weld_public.pwht_records set hold_minutes = 75 where id = $1', [
-    recordId,
-  ]);
-  for (const [sql, what] of [
-    [
-      'update weld_public.pwht_records set holding_temperature_f = 900 where id = $1',
-      'this change',
-    ],
-    ['delete from weld_public.pwht_record_welds where pwht_record_id = $1', 'deleting'],
-    ['delete from weld_public.pwht_records where id = $1', 'deleting'],
-  ] as const) {
+  // Every change of what was judged is refused while it is released, whatever its effect: a
+  // chart re-read within the range too.
+  for (const sql of [
+    'update weld_public.pwht_records set hold_minutes = 75 where id = $1',
+    'update weld_public.pwht_records set holding_temperature_f = 900 where id = $1',
+    'delete from weld_public.pwht_record_welds where pwht_record_id = $1',
+    'delete from weld_public.pwht_records where id = $1',
+    'update weld_public.hardness_readings set hardness_hb = 150 where weld_id = (select weld_id from weld_public.pwht_record_welds where pwht_record_id = $1)',
+    'delete from weld_public.hardness_readings where weld_id = (select weld_id from weld_public.pwht_record_welds where pwht_record_id = $1)',
+  ]) {
     const error = await refusal(t, asInspector(sql, [recordId]));
-    t.is(error.code, 'WD011', sql);
-    t.regex(error.message, new RegExp(`test package TP-HT is released: ${what}`), sql);
+    t.is(error.code, 'WD008', sql);
+    t.regex(
+      error.message,
+      /test package TP-HT is released; the records of its welds change only while it is open/,
+      sql,
+    );
   }
   // The weld's preheat and components are its data: frozen like the rest (WD008).
   const frozen = await refusal(
@@ -345,4 +348,21 @@ test('a released package holds the records it was judged on: a PWHT record chang
   );
   await h.hardness(weldId, 260, '2026-02-20');
   t.true((await w.readiness(h.fx, pkg)).some((r) => r.code === 'HARDNESS_HIGH'));
+  // And a weld added to a PWHT record touches the record but changes none of its values: taken.
+  const other = await h.weld({ wall_thickness: 0.787, weld_number: 'HT-OTHER' });
+  await asInspector(
+    'insert into weld_public.pwht_record_welds (pwht_record_id, weld_id) values ($1, $2)',
+    [recordId, other],
+  );
+  t.is(
+    (
+      await w.sqlAs<{ n: number }>(
+        h.fx,
+        'viewer',
+        'select count(*)::int as n from weld_public.pwht_record_welds where pwht_record_id = $1',
+        [recordId],
+      )
+    )[0]!.n,
+    2,
+  );
 });

@@ -128,6 +128,14 @@ test('a component found to be another material: its new P-number reaches every w
   await w.dba(`update weld_public.test_packages set state = 'released' where id = $1`, [pkg]);
   const error = await refusal(t, setP('4'));
   t.is(error.code, 'WD008');
+  // Nor its heat number: the traceability of a released package's welds stays as released.
+  const heat = await refusal(
+    t,
+    m.asEngineer((c) =>
+      c.query(`update weld_public.components set heat_number = 'H-OTHER' where id = $1`, [pipe]),
+    ),
+  );
+  t.is(heat.code, 'WD008');
   t.deepEqual(await m.weldRow(first), [{ base_metal_1_p_number: '3', base_metal_2_p_number: '1' }]);
 });
 
@@ -254,6 +262,12 @@ test('a released package holds its WPS F-numbers: a change that would leave a we
   );
   t.is(lotError.code, 'WD011');
   t.regex(lotError.message, /this change of a filler lot would leave it not ready/);
+  // The weld's fillers are the record of its released package: not deleted (WD008).
+  const taken = await refusal(
+    t,
+    w.as(f.fx, 'inspector', (c) => c.query(`delete from weld_public.weld_fillers`)),
+  );
+  t.is(taken.code, 'WD008');
 
   // In refuse mode a weld's write is not refused for its fillers (recorded after welding).
   await w.setting(f.fx, 'weld_checks', 'refuse');

@@ -480,7 +480,14 @@ export const CASES: ResourceCase[] = [
       chartRef: null,
       weldIds: [d.welds[0], d.welds[1]],
     }),
-    filters: { recordNumber: equal('recordNumber'), treatedOn: equal('treatedOn') },
+    filters: {
+      recordNumber: equal('recordNumber'),
+      treatedOn: equal('treatedOn'),
+      weldId: {
+        query: (a) => `weldId=${(a.weldIds as string[])[0]}`,
+        matches: (item, a) => (item.weldIds as string[]).includes((a.weldIds as string[])[0]!),
+      },
+    },
     readOnly: { post: [], patch: [] },
     naturalKey: ['recordNumber'],
     references: [{ field: 'weldIds', to: 'welds', list: true }],
