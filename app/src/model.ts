@@ -28,10 +28,56 @@ export interface Weld {
   welderId: string | null;
   wpsId: string | null;
   weldedOn: string | null;
+  baseMetal1PNumber: string | null;
+  baseMetal2PNumber: string | null;
+  component1Id: string | null;
+  component2Id: string | null;
+  preheatF: number | null;
   status: Status;
   repairCycle: number;
   version: number;
   updatedAt: string;
+}
+
+/** A pipe, fitting, flange or valve a weld joins (GET /components/{id}). */
+export interface Component {
+  id: string;
+  tag: string;
+  kind: string;
+  materialSpec: string;
+  grade: string | null;
+  pNumber: string | null;
+  heatNumber: string | null;
+  mtrRef: string | null;
+}
+
+/** A filler lot a weld was made with, for a process (GET /weld-fillers, /filler-lots/{id}). */
+export interface WeldFiller {
+  id: string;
+  process: string;
+  fillerLotId: string;
+}
+export interface FillerLot {
+  id: string;
+  awsClassification: string;
+  lotNumber: string;
+  fNumber: number;
+}
+
+export interface PwhtRecord {
+  id: string;
+  recordNumber: string;
+  treatedOn: string;
+  holdingTemperatureF: number;
+  holdMinutes: number;
+  chartRef: string | null;
+}
+
+export interface HardnessReading {
+  id: string;
+  measuredOn: string;
+  location: 'weld' | 'haz' | 'base';
+  hardnessHb: number;
 }
 
 export interface IsoProgress {

@@ -20,15 +20,20 @@ import {
   when,
   WELD_TYPES,
   type Choice,
+  type Component,
+  type FillerLot,
+  type HardnessReading,
   type HistoryEntry,
   type Inspection,
   type IsoProgress,
   type NdtRecord,
   type Page,
+  type PwhtRecord,
   type Status,
   type Transition,
   type Weld,
   type WeldChecks,
+  type WeldFiller,
 } from './model.ts';
 import { enqueue } from './outbox.ts';
 import {
@@ -339,7 +344,38 @@ interface Related {
   ndt: NdtRecord[];
   inspections: Inspection[];
   checks: WeldChecks | undefined;
+  trace: Trace;
 }
+
+/** What the weld is made of and what was done to it after (F19): read with the rest. */
+interface Trace {
+  components: Component[];
+  fillers: Array<WeldFiller & { lot: FillerLot | undefined }>;
+  pwht: PwhtRecord[];
+  hardness: HardnessReading[];
+}
+
+async function readTrace(weld: Weld): Promise<Trace> {
+  const componentIds = [weld.component1Id, weld.component2Id].filter((c): c is string => !!c);
+  const [components, fillers, pwht, hardness] = await Promise.all([
+    Promise.all(componentIds.map((c) => api<Component>(`/components/${c}`).then((r) => r.body))),
+    api<Page<WeldFiller>>(`/weld-fillers${query({ weldId: weld.id, limit: '100' })}`),
+    api<Page<PwhtRecord>>(`/pwht-records${query({ weldId: weld.id, limit: '100' })}`),
+    api<Page<HardnessReading>>(`/hardness-readings${query({ weldId: weld.id, limit: '100' })}`),
+  ]);
+  const lots = new Map<string, FillerLot>();
+  for (const id of new Set(fillers.body.items.map((f) => f.fillerLotId))) {
+    lots.set(id, (await api<FillerLot>(`/filler-lots/${id}`)).body);
+  }
+  return {
+    components,
+    fillers: fillers.body.items.map((f) => ({ ...f, lot: lots.get(f.fillerLotId) })),
+    pwht: pwht.body.items,
+    hardness: hardness.body.items,
+  };
+}
+
+const EMPTY_TRACE: Trace = { components: [], fillers: [], pwht: [], hardness: [] };
 
 export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
   const [weld, setWeld] = useState<Weld | undefined>();
@@ -357,17 +393,22 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
   };
 
   const readRelated = async () => {
-    const [history, ndt, inspections, checks] = await Promise.all([
+    const [history, ndt, inspections, checks, trace] = await Promise.all([
       api<Page<HistoryEntry>>(`/welds/${id}/history?limit=100`),
       api<Page<NdtRecord>>(`/ndt-records${query({ weldId: id, limit: '100' })}`),
       api<Page<Inspection>>(`/inspections${query({ weldId: id, limit: '100' })}`),
       api<WeldChecks>(`/welds/${id}/checks`).catch(() => undefined),
+      api<Weld>(`/welds/${id}`).then(
+        (w) => readTrace(w.body),
+        () => EMPTY_TRACE,
+      ),
     ]);
     setRelated({
       history: history.body.items,
       ndt: ndt.body.items,
       inspections: inspections.body.items,
       checks: checks?.body,
+      trace,
     });
   };
 
@@ -413,6 +454,13 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
     ['Schedule', weld.schedule],
     ['Wall thickness (in)', weld.wallThickness],
     ['Material', weld.material],
+    [
+      'Base metals',
+      weld.baseMetal1PNumber || weld.baseMetal2PNumber
+        ? `P-No. ${weld.baseMetal1PNumber ?? '?'} to P-No. ${weld.baseMetal2PNumber ?? '?'}`
+        : null,
+    ],
+    ['Preheat (°F)', weld.preheatF],
     ['Welded on', weld.weldedOn],
     ['Repair cycle', weld.repairCycle],
     ['Version', weld.version],
@@ -646,9 +694,10 @@ function RelatedRecords({
   userId: string;
 }) {
   if (!related) return <p aria-busy="true">Loading history and records…</p>;
-  const { history, ndt, inspections, checks } = related;
+  const { history, ndt, inspections, checks, trace } = related;
   return (
     <>
+      <TraceRecords trace={trace} />
       <h3>Status history</h3>
       {history.length === 0 ? (
         <p class="hint">No status change yet.</p>
@@ -707,6 +756,71 @@ function RelatedRecords({
           {checks.checks.map((c, i) => (
             <li key={i}>
               <strong>{c.code}</strong>: {c.detail}
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
+/** Its materials and heat numbers, fillers, PWHT and hardness (issue F19). */
+function TraceRecords({ trace }: { trace: Trace }) {
+  const { components, fillers, pwht, hardness } = trace;
+  const where = { weld: 'weld metal', haz: 'heat affected zone', base: 'base metal' } as const;
+  return (
+    <>
+      <h3>Materials</h3>
+      {components.length === 0 ? (
+        <p class="hint">No component recorded.</p>
+      ) : (
+        <ul>
+          {components.map((c) => (
+            <li key={c.id}>
+              {c.tag}: {c.kind} {c.materialSpec}
+              {c.grade && `-${c.grade}`}
+              {c.pNumber && `, P-No. ${c.pNumber}`}, heat {c.heatNumber ?? '—'}
+              {c.mtrRef && <span class="hint"> (MTR {c.mtrRef})</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h3>Filler metal</h3>
+      {fillers.length === 0 ? (
+        <p class="hint">None recorded.</p>
+      ) : (
+        <ul>
+          {fillers.map((f) => (
+            <li key={f.id}>
+              {f.process}:{' '}
+              {f.lot
+                ? `${f.lot.awsClassification} lot ${f.lot.lotNumber}, F-No. ${f.lot.fNumber}`
+                : f.fillerLotId}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h3>PWHT</h3>
+      {pwht.length === 0 ? (
+        <p class="hint">None recorded.</p>
+      ) : (
+        <ul>
+          {pwht.map((p) => (
+            <li key={p.id}>
+              {p.recordNumber}, {p.treatedOn}: {p.holdingTemperatureF} °F for {p.holdMinutes} min
+              {p.chartRef && <span class="hint"> (chart {p.chartRef})</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h3>Hardness</h3>
+      {hardness.length === 0 ? (
+        <p class="hint">None recorded.</p>
+      ) : (
+        <ul>
+          {hardness.map((h) => (
+            <li key={h.id}>
+              {h.hardnessHb} HB, {where[h.location]}, {h.measuredOn}
             </li>
           ))}
         </ul>

@@ -89,6 +89,79 @@ test("a weld's page shows the film intervals that show it, with their defect cod
   t.deepEqual(w.problems, []);
 });
 
+test("a weld's page shows what it is made of and what was done to it: components and heats, fillers, preheat, PWHT and hardness, and the checks they raise", async (t) => {
+  const w = await world(t);
+  const [w1] = w.welds;
+  const post = async (path: string, body: unknown, token = w.token) => {
+    const res = await request(w.port, {
+      method: 'POST',
+      path,
+      host: w.host,
+      headers: { authorization: `Bearer ${token}` },
+      body,
+    });
+    if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${res.text}`);
+    return res.json as { id: string };
+  };
+  const engineer = (await login(w.port, w.host, 'engineer')).json.accessToken as string;
+  const pipe = await post(
+    '/components',
+    {
+      tag: 'P-1',
+      kind: 'pipe',
+      materialSpec: 'A335',
+      grade: 'P22',
+      pNumber: '5A',
+      heatNumber: 'H-771',
+      mtrRef: 'MTR-9',
+    },
+    engineer,
+  );
+  const patched = await request(w.port, {
+    method: 'PATCH',
+    path: `/welds/${w1.id}`,
+    host: w.host,
+    headers: { authorization: `Bearer ${engineer}` },
+    body: { component1Id: pipe.id, wallThickness: 0.6, preheatF: 300 },
+  });
+  t.is(patched.status, 200, patched.text);
+  const lot = await post(
+    '/filler-lots',
+    { awsClassification: 'E9018-B3', lotNumber: 'L-22', fNumber: 4 },
+    engineer,
+  );
+  await post('/weld-fillers', { weldId: w1.id, process: 'SMAW', fillerLotId: lot.id });
+  await post('/pwht-records', {
+    recordNumber: 'PW-5',
+    treatedOn: '2026-11-20',
+    holdingTemperatureF: 1200,
+    holdMinutes: 60,
+    chartRef: 'C-5',
+    weldIds: [w1.id],
+  });
+  await post('/hardness-readings', {
+    weldId: w1.id,
+    measuredOn: '2026-11-21',
+    location: 'haz',
+    hardnessHb: 250,
+  });
+
+  await openWeld(w.page, w1);
+  const page = w.page;
+  await page.getByText('P-1: pipe A335-P22, P-No. 5A, heat H-771').waitFor();
+  await page.getByText('SMAW: E9018-B3 lot L-22, F-No. 4').waitFor();
+  await page.getByText('PW-5, 2026-11-20: 1200 °F for 60 min').waitFor();
+  await page.getByText('250 HB, heat affected zone, 2026-11-21').waitFor();
+  const fields = await page.locator('dl.fields').innerText();
+  t.regex(fields, /Preheat \(°F\)\s+300/);
+  t.regex(fields, /Base metals\s+P-No\. 5A to P-No\. /);
+  // PWHT at 1200 °F is below P-No. 5A's range; 250 HB is over its 241.
+  await page.getByText(/PWHT_OUT_OF_RANGE/).waitFor();
+  await page.getByText(/HARDNESS_HIGH/).waitFor();
+  await screenshot(page, 'phone-weld-traceability');
+  t.deepEqual(w.problems, []);
+});
+
 test('the NDT form names the film interval the service refused, not its position', async (t) => {
   const w = await world(t);
   const [w1] = w.welds;
