@@ -125,9 +125,33 @@ export function importsInFlightOf(pool: pg.Pool, tenantId: string): number {
   return inFlightOf(pool, 'imports').count(tenantId);
 }
 
+/** 422 /problems/import-invalid: the file's errors by line, the first of them and their count. */
+function fileInvalid(outcome: { errors: unknown[]; errorCount: number }): Error {
+  return problemOf('import-invalid', {
+    detail:
+      `${outcome.errorCount} error${outcome.errorCount === 1 ? '' : 's'} in the file; ` +
+      'nothing was imported. Correct the lines named and upload the file again.',
+    extensions: { errors: outcome.errors, errorCount: outcome.errorCount },
+  });
+}
+
 export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
   const { maxBytes } = options;
   const inFlight = inFlightOf(pool, 'imports');
+  /** A place among the tenant's imports in progress (welds and components), or 429. */
+  const importSlot = (req: Request) => {
+    const done = inFlight.take(req.tenant!.id, IMPORTS_PER_TENANT);
+    if (!done) {
+      throw problemOf('too-many-imports', {
+        detail:
+          `This tenant already has ${IMPORTS_PER_TENANT} imports in progress, the most ` +
+          'allowed at once; send this one when one of them has answered.',
+        extensions: { limit: IMPORTS_PER_TENANT },
+        headers: { 'Retry-After': '5' },
+      });
+    }
+    return done;
+  };
   return [
     {
       method: 'POST',
@@ -210,16 +234,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
         // Who may import is the database's to say (WD003 below engineer): asked before the
         // upload, so a refused caller does not send 50 MB first.
         await inDatabase(pool, req, (db) => db.query('select weld_hidden.begin_weld_import()'));
-        const done = inFlight.take(req.tenant!.id, IMPORTS_PER_TENANT);
-        if (!done) {
-          throw problemOf('too-many-imports', {
-            detail:
-              `This tenant already has ${IMPORTS_PER_TENANT} imports in progress, the most ` +
-              'allowed at once; send this one when one of them has answered.',
-            extensions: { limit: IMPORTS_PER_TENANT },
-            headers: { 'Retry-After': '5' },
-          });
-        }
+        const done = importSlot(req);
         const dryRun = params.dryRun ?? false;
         let file: Awaited<ReturnType<typeof spool>> | undefined;
         try {
@@ -238,12 +253,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
             });
           }
           if (!outcome.ok) {
-            throw problemOf('import-invalid', {
-              detail:
-                `${outcome.errorCount} error${outcome.errorCount === 1 ? '' : 's'} in the file; ` +
-                'nothing was imported. Correct the lines named and upload the file again.',
-              extensions: { errors: outcome.errors, errorCount: outcome.errorCount },
-            });
+            throw fileInvalid(outcome);
           }
           res.setHeader('Cache-Control', 'no-store');
           if (outcome.dryRun) {
@@ -339,16 +349,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
             detail: 'Importing components needs the engineer role or above.',
           });
         }
-        const done = inFlight.take(req.tenant!.id, IMPORTS_PER_TENANT);
-        if (!done) {
-          throw problemOf('too-many-imports', {
-            detail:
-              `This tenant already has ${IMPORTS_PER_TENANT} imports in progress, the most ` +
-              'allowed at once; send this one when one of them has answered.',
-            extensions: { limit: IMPORTS_PER_TENANT },
-            headers: { 'Retry-After': '5' },
-          });
-        }
+        const done = importSlot(req);
         let outcome;
         try {
           const text = await readUtf8(req, Math.min(maxBytes, MAX_COMPONENT_BYTES));
@@ -359,12 +360,7 @@ export function importRoutes(pool: pg.Pool, options: ImportOptions): Route[] {
           done();
         }
         if (!outcome.ok) {
-          throw problemOf('import-invalid', {
-            detail:
-              `${outcome.errorCount} error${outcome.errorCount === 1 ? '' : 's'} in the file; ` +
-              'nothing was imported. Correct the lines named and upload the file again.',
-            extensions: { errors: outcome.errors, errorCount: outcome.errorCount },
-          });
+          throw fileInvalid(outcome);
         }
         res.setHeader('Cache-Control', 'no-store');
         res.status(200).json({ dryRun, ...outcome.counts });
