@@ -347,35 +347,33 @@ interface Related {
   trace: Trace;
 }
 
-/** What the weld is made of and what was done to it after (F19): read with the rest. */
+/** What was done to the weld after it was made (F19): read with the rest of its records. */
 interface Trace {
-  components: Component[];
   fillers: Array<WeldFiller & { lot: FillerLot | undefined }>;
   pwht: PwhtRecord[];
   hardness: HardnessReading[];
 }
 
-async function readTrace(weld: Weld): Promise<Trace> {
-  const componentIds = [weld.component1Id, weld.component2Id].filter((c): c is string => !!c);
-  const [components, fillers, pwht, hardness] = await Promise.all([
-    Promise.all(componentIds.map((c) => api<Component>(`/components/${c}`).then((r) => r.body))),
-    api<Page<WeldFiller>>(`/weld-fillers${query({ weldId: weld.id, limit: '100' })}`),
-    api<Page<PwhtRecord>>(`/pwht-records${query({ weldId: weld.id, limit: '100' })}`),
-    api<Page<HardnessReading>>(`/hardness-readings${query({ weldId: weld.id, limit: '100' })}`),
+async function readTrace(weldId: string): Promise<Trace> {
+  const [fillers, pwht, hardness] = await Promise.all([
+    api<Page<WeldFiller>>(`/weld-fillers${query({ weldId, limit: '100' })}`),
+    api<Page<PwhtRecord>>(`/pwht-records${query({ weldId, limit: '100' })}`),
+    api<Page<HardnessReading>>(`/hardness-readings${query({ weldId, limit: '100' })}`),
   ]);
-  const lots = new Map<string, FillerLot>();
-  for (const id of new Set(fillers.body.items.map((f) => f.fillerLotId))) {
-    lots.set(id, (await api<FillerLot>(`/filler-lots/${id}`)).body);
-  }
+  const lotIds = [...new Set(fillers.body.items.map((f) => f.fillerLotId))];
+  const lots = new Map(
+    await Promise.all(
+      lotIds.map(async (l) => [l, (await api<FillerLot>(`/filler-lots/${l}`)).body] as const),
+    ),
+  );
   return {
-    components,
     fillers: fillers.body.items.map((f) => ({ ...f, lot: lots.get(f.fillerLotId) })),
     pwht: pwht.body.items,
     hardness: hardness.body.items,
   };
 }
 
-const EMPTY_TRACE: Trace = { components: [], fillers: [], pwht: [], hardness: [] };
+const EMPTY_TRACE: Trace = { fillers: [], pwht: [], hardness: [] };
 
 export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
   const [weld, setWeld] = useState<Weld | undefined>();
@@ -384,6 +382,14 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
   const [rules, setRules] = useState<Transition[]>([]);
   const [error, setError] = useState<unknown>();
   const [iso, setIso] = useState<IsoProgress | undefined>();
+  // The components it joins: read when the weld names others (not with every record change).
+  const [components, setComponents] = useState<Component[]>([]);
+  const componentIds = [weld?.component1Id, weld?.component2Id].filter((c): c is string => !!c);
+  useEffect(() => {
+    Promise.all(
+      componentIds.map((c) => api<Component>(`/components/${c}`).then((r) => r.body)),
+    ).then(setComponents, () => setComponents([]));
+  }, [componentIds.join()]);
 
   const readWeld = async () => {
     const answer = await api<Weld>(`/welds/${id}`);
@@ -398,10 +404,7 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
       api<Page<NdtRecord>>(`/ndt-records${query({ weldId: id, limit: '100' })}`),
       api<Page<Inspection>>(`/inspections${query({ weldId: id, limit: '100' })}`),
       api<WeldChecks>(`/welds/${id}/checks`).catch(() => undefined),
-      api<Weld>(`/welds/${id}`).then(
-        (w) => readTrace(w.body),
-        () => EMPTY_TRACE,
-      ),
+      readTrace(id).catch(() => EMPTY_TRACE),
     ]);
     setRelated({
       history: history.body.items,
@@ -510,7 +513,12 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
           <h2 id="related-heading" class="sr-only">
             History and records
           </h2>
-          <RelatedRecords related={related} weldId={id} userId={shell.user.id} />
+          <RelatedRecords
+            related={related}
+            components={components}
+            weldId={id}
+            userId={shell.user.id}
+          />
         </section>
       </div>
     </>
@@ -686,10 +694,12 @@ function StatusChange(props: {
 
 function RelatedRecords({
   related,
+  components,
   weldId,
   userId,
 }: {
   related: Related | undefined;
+  components: Component[];
   weldId: string;
   userId: string;
 }) {
@@ -697,7 +707,7 @@ function RelatedRecords({
   const { history, ndt, inspections, checks, trace } = related;
   return (
     <>
-      <TraceRecords trace={trace} />
+      <TraceRecords trace={trace} components={components} />
       <h3>Status history</h3>
       {history.length === 0 ? (
         <p class="hint">No status change yet.</p>
@@ -765,8 +775,8 @@ function RelatedRecords({
 }
 
 /** Its materials and heat numbers, fillers, PWHT and hardness (issue F19). */
-function TraceRecords({ trace }: { trace: Trace }) {
-  const { components, fillers, pwht, hardness } = trace;
+function TraceRecords({ trace, components }: { trace: Trace; components: Component[] }) {
+  const { fillers, pwht, hardness } = trace;
   const where = { weld: 'weld metal', haz: 'heat affected zone', base: 'base metal' } as const;
   return (
     <>
