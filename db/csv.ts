@@ -184,3 +184,49 @@ export function copyText(value: string): string {
         .replaceAll('\r', '\\r')
     : value;
 }
+
+/**
+ * Where bytes stop being UTF-8: the offset of the first byte that starts no valid sequence (or
+ * breaks one), -1 when every sequence is valid or only the last is cut short (a file read in
+ * pieces continues it in the next). RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF.
+ */
+export function firstNonUtf8(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const lead = bytes[i]!;
+    if (lead < 0x80) {
+      i++;
+      continue;
+    }
+    const length = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : 4;
+    if (lead < 0xc2 || lead > 0xf4) return i;
+    // The second byte's range is narrower after four leads (overlongs, surrogates, > U+10FFFF).
+    const [low, high] =
+      lead === 0xe0
+        ? [0xa0, 0xbf]
+        : lead === 0xed
+          ? [0x80, 0x9f]
+          : lead === 0xf0
+            ? [0x90, 0xbf]
+            : lead === 0xf4
+              ? [0x80, 0x8f]
+              : [0x80, 0xbf];
+    for (let k = 1; k < length; k++) {
+      if (i + k >= bytes.length) return -1;
+      const byte = bytes[i + k]!;
+      if (k === 1 ? byte < low || byte > high : (byte & 0xc0) !== 0x80) return i;
+    }
+    i += length;
+  }
+  return -1;
+}
+
+/** How many lines the bytes end (LF, or a CR not followed by LF), as the parser counts them. */
+export function lineBreaks(bytes: Uint8Array, end = bytes.length): number {
+  let count = 0;
+  for (let i = 0; i < end; i++) {
+    if (bytes[i] === 0x0a || (bytes[i] === 0x0d && bytes[i + 1] !== 0x0a)) count++;
+  }
+  return count;
+}

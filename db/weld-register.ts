@@ -14,7 +14,15 @@ import type { Readable, Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
-import { copyText, CsvParser, CsvSyntaxError, detectDelimiter, type CsvRecord } from './csv.ts';
+import {
+  copyText,
+  CsvParser,
+  CsvSyntaxError,
+  detectDelimiter,
+  firstNonUtf8,
+  lineBreaks,
+  type CsvRecord,
+} from './csv.ts';
 import { withContext, withQueryTimeout, type SessionContext } from './database.ts';
 
 /** The columns of the register, as import reads them and export writes them, in order. */
@@ -244,7 +252,6 @@ async function readRows(
   const errors: ImportError[] = [];
   let errorCount = 0;
   let rows = 0;
-  let lastLine = 1;
   let reported = Date.now();
 
   const fail = (error: ImportError) => {
@@ -254,7 +261,6 @@ async function readRows(
   const take = async (records: CsvRecord[]) => {
     let out = '';
     for (const record of records) {
-      lastLine = record.line;
       if (!header) {
         header = readHeader(record);
         continue;
@@ -293,9 +299,42 @@ async function readRows(
     }
   };
 
+  // The line a byte that is not UTF-8 is on, as an editor shows it: the line breaks of the pieces
+  // before, and of this piece (with the last bytes of the one before, where a sequence may begin)
+  // up to that byte.
+  let linesBefore = 0;
+  let previous: Uint8Array = new Uint8Array(0);
+  const decode = (chunk?: Uint8Array) => {
+    try {
+      return chunk ? decoder.decode(chunk, { stream: true }) : decoder.decode();
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ERR_ENCODING_INVALID_ENCODED_DATA') throw error;
+      let line = 1 + linesBefore;
+      if (chunk) {
+        const carried = previous.subarray(Math.max(0, previous.length - 3));
+        const joined = Buffer.concat([carried, chunk]);
+        const at = firstNonUtf8(joined);
+        line += lineBreaks(joined, at < 0 ? joined.length : at) - lineBreaks(carried);
+      }
+      throw new Refused([
+        {
+          line,
+          column: null,
+          value: null,
+          detail: 'is not UTF-8 text: save the file as CSV UTF-8',
+        },
+      ]);
+    }
+  };
+  const counted = (chunk: Uint8Array) => {
+    linesBefore += lineBreaks(chunk) - (previous.at(-1) === 0x0d && chunk[0] === 0x0a ? 1 : 0);
+    previous = chunk;
+  };
+
   try {
     for await (const chunk of source) {
-      const text = decoder.decode(chunk, { stream: true });
+      const text = decode(chunk);
+      counted(chunk);
       if (!parser) {
         pending += text;
         const lineEnd = pending.search(/[\r\n]/);
@@ -308,25 +347,12 @@ async function readRows(
         await take(parser.push(text));
       }
     }
-    const tail = decoder.decode();
+    const tail = decode();
     parser ??= new CsvParser((delimiter = detectDelimiter(pending + tail)));
     await take([...parser.push(pending + tail), ...parser.end()]);
   } catch (error) {
     if (error instanceof CsvSyntaxError) {
       throw new Refused([{ line: error.line, column: null, value: null, detail: error.message }]);
-    }
-    if (
-      error instanceof TypeError &&
-      (error as { code?: string }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA'
-    ) {
-      throw new Refused([
-        {
-          line: lastLine,
-          column: null,
-          value: null,
-          detail: 'the file is not UTF-8 text (at or after this line)',
-        },
-      ]);
     }
     throw error;
   }

@@ -15,6 +15,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { prepared } from '../db/database.ts';
 import { WELD_TYPES } from '../db/vocabulary.ts';
+import { firstNonUtf8, lineBreaks } from '../db/csv.ts';
 import {
   COMPONENT_COLUMNS,
   importComponents,
@@ -442,7 +443,7 @@ function requireCsv(req: Request): void {
   }
 }
 
-/** The request body as text; 413 past maxBytes, 415 when it is not UTF-8. */
+/** The request body as text; 413 past maxBytes, 422 naming the line where it is not UTF-8. */
 async function readUtf8(req: Request, maxBytes: number): Promise<string> {
   const tooLarge = () =>
     new HttpProblem(413, {
@@ -457,10 +458,15 @@ async function readUtf8(req: Request, maxBytes: number): Promise<string> {
     if (bytes > maxBytes) throw tooLarge();
     chunks.push(chunk);
   }
+  const body = Buffer.concat(chunks);
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+    return new TextDecoder('utf-8', { fatal: true }).decode(body);
   } catch {
-    throw new HttpProblem(415, { detail: 'The body is not UTF-8: save the file as CSV UTF-8.' });
+    // As the weld register says it: the line of the first byte that is not UTF-8.
+    const at = firstNonUtf8(body);
+    const line = 1 + lineBreaks(body, at < 0 ? body.length : at);
+    const detail = 'is not UTF-8 text: save the file as CSV UTF-8';
+    throw fileInvalid({ errors: [{ line, column: null, value: null, detail }], errorCount: 1 });
   }
 }
 

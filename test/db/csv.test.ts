@@ -2,7 +2,14 @@
 // record starts on (as an editor counts them, CRLF inside a quoted field counting once), the same
 // records whatever the pieces the text arrives in, and refusals that name their line.
 import test from 'ava';
-import { copyText, CsvParser, CsvSyntaxError, detectDelimiter } from '../../db/csv.ts';
+import {
+  copyText,
+  CsvParser,
+  CsvSyntaxError,
+  detectDelimiter,
+  firstNonUtf8,
+  lineBreaks,
+} from '../../db/csv.ts';
 
 function parse(text: string, delimiter: ',' | ';' = ',', pieces: number[] = []) {
   const parser = new CsvParser(delimiter);
@@ -78,4 +85,23 @@ test('the delimiter is the one the header holds more of; COPY text escapes what 
   t.is(detectDelimiter('isoNumber'), ',');
   t.is(copyText('plain'), 'plain');
   t.is(copyText('a\\b\tc\r\nd'), 'a\\\\b\\tc\\r\\nd');
+});
+
+test('where bytes stop being UTF-8 (RFC 3629), and the line breaks before them', (t) => {
+  const bytes = (...parts: Array<string | number[]>) =>
+    Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+  t.is(firstNonUtf8(bytes('plain ascii, é, €, 𝄞')), -1);
+  t.is(firstNonUtf8(bytes('ab', [0xe9], 'c')), 2, 'a Latin-1 é');
+  t.is(firstNonUtf8(bytes('a', [0xc0, 0xaf])), 1, 'an overlong /');
+  t.is(firstNonUtf8(bytes('a', [0xe0, 0x80, 0xaf])), 1, 'an overlong in three bytes');
+  t.is(firstNonUtf8(bytes([0xed, 0xa0, 0x80])), 0, 'a surrogate');
+  t.is(firstNonUtf8(bytes([0xf4, 0x90, 0x80, 0x80])), 0, 'past U+10FFFF');
+  t.is(firstNonUtf8(bytes('€', [0xe2, 0x28, 0xa1])), 3, 'a broken continuation');
+  t.is(
+    firstNonUtf8(bytes('ok', [0xe2, 0x82])),
+    -1,
+    'cut short at the end: the next piece may end it',
+  );
+  t.is(lineBreaks(bytes('a\r\nb\nc\rd')), 3, 'CRLF, LF and a lone CR each end one line');
+  t.is(lineBreaks(bytes('a\nb\nc'), 3), 1, 'up to an offset');
 });

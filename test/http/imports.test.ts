@@ -329,7 +329,7 @@ test("tenant B's ISO of the same number is never touched from tenant A", async (
 
 test('the body: 415 unless text/csv in UTF-8, 413 past IMPORT_MAX_BYTES, 422 for a bad header, text that is not UTF-8 or CSV; CSRF holds', async (t) => {
   const w = await world(t, { importMaxBytes: 4096 });
-  const send = (body: string | Buffer, headers: Record<string, string>) =>
+  const send = (body: string | Buffer | Buffer[], headers: Record<string, string>) =>
     new Promise<HttpResponse>((resolve, reject) => {
       const req = http.request(
         {
@@ -353,7 +353,15 @@ test('the body: 415 unless text/csv in UTF-8, 413 past IMPORT_MAX_BYTES, 422 for
         },
       );
       req.on('error', reject);
-      req.end(body);
+      if (!Array.isArray(body)) return void req.end(body);
+      // Pieces a moment apart, so the server reads them as pieces too.
+      void (async () => {
+        for (const piece of body) {
+          req.write(piece);
+          await new Promise((r) => setTimeout(r, 30));
+        }
+        req.end();
+      })();
     });
   const token = ok(await login(w.port, A, 'engineer')).accessToken as string;
   const bearer = { authorization: `Bearer ${token}` };
@@ -402,6 +410,30 @@ test('the body: 415 unless text/csv in UTF-8, 413 past IMPORT_MAX_BYTES, 422 for
   const notUtf8 = await send(latin1, { ...bearer, 'content-type': 'text/csv' });
   t.is(notUtf8.status, 422);
   t.regex(notUtf8.json.errors[0].detail, /not UTF-8/);
+  t.is(notUtf8.json.errors[0].line, 2);
+  // The line an editor shows, past CRLFs and a quoted field over two lines, whatever pieces the
+  // file comes in (a euro sign cut between two of them is no error).
+  const file = Buffer.concat([
+    Buffer.from(
+      HEADER + '\r\n' + 'ISO-L,L,W1,BW,2,,,"two\r\nlines",,,,\r\n' + 'ISO-L,L,W2,BW,2,,,€,,,,\r\n',
+    ),
+    Buffer.from('ISO-L,L,W3,BW,2,,,caf'),
+    Buffer.from([0xe9]),
+    Buffer.from(',,,,\r\nISO-L,L,W4,BW,2,,,,,,,\r\n'),
+  ]);
+  const euro = file.indexOf('€');
+  for (const cuts of [[], [euro + 1], [euro + 2, file.indexOf(0xe9)], [file.indexOf(0xe9) + 1]]) {
+    const pieces = [0, ...cuts, file.length]
+      .slice(1)
+      .map((end, i, ends) => file.subarray(i ? ends[i - 1] : 0, end));
+    const refused = await send(pieces, { ...bearer, 'content-type': 'text/csv' });
+    t.is(refused.status, 422, refused.text);
+    t.deepEqual(
+      refused.json.errors.map((e: Json) => [e.line, e.detail]),
+      [[5, 'is not UTF-8 text: save the file as CSV UTF-8']],
+      `cut at ${cuts.join(', ')}`,
+    );
+  }
   const open = ok(await w.a.engineer.upload(csv('ISO-Q,L,"W1,BW,2,,,,,,,')), 422);
   t.deepEqual(
     open.errors.map((e: Json) => e.line),

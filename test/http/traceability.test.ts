@@ -242,7 +242,14 @@ test('the component register as CSV: exported, imported back unchanged, edited, 
   t.like(ok(await importCsv('tag;kind;materialSpec;size\nP-7;pipe;A106;8,625\n')), { created: 1 });
   t.is(ok(await w.a.viewer.get('/components?tag=P-7')).items[0].size, 8.625);
   t.deepEqual(ok(await w.a.viewer.get('/components?tag=P-9')).items, []);
-  t.is((await importCsv(Buffer.from([0x74, 0x61, 0x67, 0x0a, 0xff, 0x0a]))).status, 415);
+  // A byte that is not UTF-8 is named by its line, as in the weld register.
+  const latin1 = await importCsv(
+    Buffer.from('tag,kind,materialSpec\r\nP-8,pipe,A106\r\nP-\xe9', 'latin1'),
+  );
+  t.is(latin1.status, 422);
+  t.deepEqual(latin1.json.errors, [
+    { line: 3, column: null, value: null, detail: 'is not UTF-8 text: save the file as CSV UTF-8' },
+  ]);
   // Bounded: at most 20,000 rows; the first 200 errors kept, all counted.
   const rows = (n: number, kind: string) =>
     'tag,kind,materialSpec\n' +
