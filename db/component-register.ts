@@ -9,6 +9,7 @@
 import type { Writable } from 'node:stream';
 import type pg from 'pg';
 import { z } from 'zod';
+import { oneIssuePerField } from './plain-words.ts';
 import { CsvParser, CsvSyntaxError, detectDelimiter, type CsvRecord } from './csv.ts';
 import { copyCsvTo, MAX_IMPORT_ERRORS, type ImportError } from './weld-register.ts';
 
@@ -176,7 +177,7 @@ export async function importComponents(
     else if (tag) seen.set(tag, record.line);
     const checked = rowSchema.safeParse(item);
     if (!checked.success) {
-      for (const issue of checked.error.issues) {
+      for (const issue of oneIssuePerField(checked.error.issues)) {
         const column = String(issue.path[0] ?? '') || null;
         const at = present.indexOf(column as Column);
         const value = at < 0 ? null : (record.fields[at] ?? '').trim();

@@ -4,6 +4,7 @@
 // server's own variables to these; docs/configuration.md's table mirrors both.
 import path from 'node:path';
 import { z } from 'zod';
+import './plain-words.ts'; // zod's refusals in plain words, for the operator too
 
 export class ConfigError extends Error {}
 

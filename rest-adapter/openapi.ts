@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { WELD_STATUSES } from '../db/vocabulary.ts';
 import { MAX_IMPORT_ERRORS } from '../db/weld-register.ts';
-import { ref } from './http/operation.ts';
+import { common, content, ref } from './http/operation.ts';
 import { problemTable } from './http/problem-types.ts';
 import type { Route } from './http/route.ts';
 import { RESOURCES } from './resources.ts';
@@ -345,6 +345,59 @@ const DOCS_HTML = `<!doctype html>
 <script src="/docs/assets/init.js"></script></body>
 </html>`;
 const DOCS_INIT = `SwaggerUIBundle({ url: '/openapi.json', dom_id: '#api' });`;
+
+/** Where a newcomer at the service's root goes next: GET / answers with these links. */
+const INDEX = {
+  name: 'Weld Data Service',
+  links: {
+    app: { href: '/app/', title: "the inspectors' web app" },
+    docs: { href: '/docs', title: 'the API reference, operation by operation' },
+    openapi: { href: '/openapi.json', title: 'the OpenAPI 3.1 document' },
+    graphiql: { href: '/graphiql', title: 'GraphiQL, to try GraphQL queries in a browser' },
+    graphql: { href: '/graphql', title: 'the GraphQL endpoint (POST)' },
+    health: { href: '/health/live', title: 'whether this tenant is served' },
+  },
+};
+
+/** GET /: a small JSON index of where to go, for anyone who opens the service's address. */
+export function indexRoute(): Route {
+  return {
+    method: 'GET',
+    path: '/',
+    anonymous: true,
+    doc: {
+      tags: ['Health'],
+      summary: "The service's index: links to the web app, the API reference and GraphiQL",
+      security: [],
+      schemas: {
+        Index: {
+          type: 'object',
+          properties: {
+            name: { type: 'string' },
+            links: {
+              type: 'object',
+              additionalProperties: {
+                type: 'object',
+                properties: { href: { type: 'string' }, title: { type: 'string' } },
+                required: ['href', 'title'],
+              },
+            },
+          },
+          required: ['name', 'links'],
+        },
+      },
+      responses: {
+        '200': { description: 'the index', ...content('Index') },
+        '404': common['404'],
+        default: common.default,
+      },
+    },
+    handler: (_req, res) => {
+      res.setHeader('Cache-Control', 'public, max-age=300');
+      res.json(INDEX);
+    },
+  };
+}
 
 /** The document of `documented` at /openapi.json (and /api/openapi.json), and its page at /docs. */
 export function openapiRoutes(documented: Route[]): Route[] {

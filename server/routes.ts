@@ -9,7 +9,7 @@ import { eventRoutes, type EventOptions } from '../rest-adapter/events.ts';
 import { historyRoutes } from '../rest-adapter/history.ts';
 import { importRoutes, type ImportOptions } from '../rest-adapter/imports.ts';
 import { isoProgressRoutes } from '../rest-adapter/isos.ts';
-import { openapiRoutes } from '../rest-adapter/openapi.ts';
+import { indexRoute, openapiRoutes } from '../rest-adapter/openapi.ts';
 import { resourceRoutes } from '../rest-adapter/resource.ts';
 import { reportRoutes } from '../rest-adapter/reports.ts';
 import { RESOURCES } from '../rest-adapter/resources.ts';
@@ -39,6 +39,7 @@ export interface ServiceDeps {
 
 export function serviceRoutes(deps: ServiceDeps): Route[] {
   const operations: Route[] = [
+    indexRoute(),
     ...healthRoutes({
       pool: deps.controlPool ?? deps.pool,
       isDraining: deps.isDraining ?? (() => false),

@@ -61,7 +61,9 @@ export function queryParameters(schema: z.ZodObject) {
 
 /** The answers every tenant operation may give. */
 export const common = {
-  '401': problem('No access token, or an invalid one (`WWW-Authenticate: Bearer`)'),
+  '401': problem(
+    'No access token, or an invalid one: `WWW-Authenticate: Bearer` with `error="invalid_token"` and an `error_description` that says "The access token expired" (refresh it) or that it is invalid (sign in again)',
+  ),
   '404': problem('Unknown tenant (origin), or no such resource'),
   default: problem('Any other error, as RFC 9457 problem details'),
 };

@@ -122,7 +122,9 @@ export const PROBLEM_TYPES = {
       `the input broke its schema, or the database refused a value (a check such as a date from ` +
       `${CALENDAR.first} to ${CALENDAR.last}, a required value, a reference to no record, a ` +
       'malformed or too large value, an examination of a weld not yet welded or dated before it ' +
-      "was, a SQL function's input); `errors: [{pointer or parameter, detail}]` names each",
+      "was, a SQL function's input); `errors: [{pointer or parameter, detail}]` names each " +
+      'field once, its detail in plain words ("must be text"), and `detail` joins them ' +
+      '("weldNumber must be text; size must be greater than 0")',
     sqlstates: [
       'WD007', '23514', '23502', '23503', '22P02', '22003', '22021', '22P05', '54001', '22007',
       '22008', '22023',

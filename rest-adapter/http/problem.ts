@@ -7,6 +7,7 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
+import { fieldName, oneIssuePerField } from '../../db/plain-words.ts';
 import {
   PROBLEM_TYPES,
   problemType,
@@ -98,11 +99,8 @@ export const problems = {
       detail: 'This instance is looking up many new hosts at once; try again shortly.',
       headers: { 'Retry-After': '1' },
     }),
-  validation: (issues: ValidationIssue[]) =>
-    invalid(
-      issues.map((i) => `${i.parameter ?? (i.pointer || 'body')}: ${i.detail}`).join('; '),
-      issues,
-    ),
+  /** The detail names each field and says what is wrong with it: "weldNumber must be text". */
+  validation: (issues: ValidationIssue[]) => invalid(issues.map(issueSentence).join('; '), issues),
 };
 
 /** A PostgreSQL error as node-postgres reports it: the SQLSTATE, and the names it carries. */
@@ -237,6 +235,27 @@ function constraintFields(e: DatabaseError, naming: ColumnNaming): string[] {
 
 const listed = (fields: string[]) =>
   fields.length <= 1 ? (fields[0] ?? '') : `${fields.slice(0, -1).join(', ')} and ${fields.at(-1)}`;
+
+/**
+ * An issue as a sentence: its field's name and a phrase ("weldNumber must be text"); a detail that
+ * is a sentence of its own (a rule's words from SQL) after a colon; one naming no field as it is.
+ */
+function issueSentence(issue: ValidationIssue): string {
+  if (issue.parameter === undefined && issue.pointer === undefined) return issue.detail;
+  const phrase = /^(is|are|must|may|has|have|does)\b/.test(issue.detail);
+  return `${issueName(issue)}${phrase ? ' ' : ': '}${issue.detail}`;
+}
+
+/** A parameter by its name; a body field by its pointer as a person reads it (welds[0].result). */
+function issueName(issue: ValidationIssue): string {
+  if (issue.parameter !== undefined) return issue.parameter;
+  const segments = (issue.pointer ?? '')
+    .split('/')
+    .slice(1)
+    .filter((segment, i, all) => segment !== '' || all.length > 1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  return fieldName(segments.map((segment) => (/^\d+$/.test(segment) ? Number(segment) : segment)));
+}
 
 function invalid(detail: string, issues: ValidationIssue[]): HttpProblem {
   return problemOf('validation-failed', { detail, extensions: { errors: issues } });
@@ -498,7 +517,7 @@ export function zodIssues(
   error: z.ZodError,
   where: 'body' | 'parameter' = 'body',
 ): ValidationIssue[] {
-  const located = error.issues.flatMap((issue) =>
+  const located = oneIssuePerField(error.issues).flatMap((issue) =>
     issue.code === 'unrecognized_keys'
       ? issue.keys.map((key) => ({
           path: [...issue.path, key],
@@ -507,21 +526,18 @@ export function zodIssues(
               ? 'is not a parameter of this operation'
               : 'is not a field of this object',
         }))
-      : [{ path: issue.path, detail: plainMessage(issue) }],
+      : [{ path: issue.path, detail: issue.message }],
   );
-  return located.map(({ path, detail }) =>
-    where === 'parameter'
-      ? { parameter: path.map(String).join('.'), detail }
-      : { pointer: '/' + path.map(String).join('/'), detail },
-  );
-}
-
-/** zod's message, with its type jargon said plainly where a person would trip over it. */
-function plainMessage(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) {
-    return 'is required';
+  if (where === 'body') {
+    return located.map(({ path, detail }) => ({ pointer: '/' + path.join('/'), detail }));
   }
-  return issue.message;
+  // A parameter is named whole, once: `status`, not an item of its comma-separated list.
+  const byName = new Map<string, ValidationIssue>();
+  for (const { path, detail } of located) {
+    const parameter = String(path[0] ?? '');
+    if (!byName.has(parameter)) byName.set(parameter, { parameter, detail });
+  }
+  return [...byName.values()];
 }
 
 export function sendProblem(res: Response, problem: HttpProblem): void {

@@ -48,18 +48,27 @@ export function callerContext(req: Request): SessionContext {
 }
 
 export const authProblems = {
-  /** No credentials: a plain challenge. A rejected token: error="invalid_token" (RFC 6750 3.1). */
-  unauthorized: (presented: boolean) =>
-    problemOf('unauthorized', {
-      detail: presented
-        ? 'The access token is invalid or has expired.'
-        : 'This endpoint needs an access token (Authorization: Bearer, or the svc_at cookie).',
+  /**
+   * No credentials: a plain challenge. A rejected token: error="invalid_token" (RFC 6750 3.1),
+   * with an error_description that tells an expired token (refresh it) from any other.
+   */
+  unauthorized: (presented: boolean, expired = false) => {
+    const description = expired
+      ? 'The access token expired'
+      : 'The access token is invalid or its session has ended';
+    return problemOf('unauthorized', {
+      detail: !presented
+        ? 'This endpoint needs an access token (Authorization: Bearer, or the svc_at cookie).'
+        : expired
+          ? 'The access token has expired: refresh it (POST /auth/refresh) or get a new one.'
+          : 'The access token is invalid or its session has ended; sign in again.',
       headers: {
         'WWW-Authenticate': presented
-          ? 'Bearer realm="weld-data-service", error="invalid_token"'
+          ? `Bearer realm="weld-data-service", error="invalid_token", error_description="${description}"`
           : 'Bearer realm="weld-data-service"',
       },
-    }),
+    });
+  },
   csrf: (detail: string) => problemOf('csrf-rejected', { detail }),
 };
 
@@ -106,7 +115,7 @@ export function authenticate({ ring, revocations }: Verifier): RequestHandler {
     } catch (error) {
       if (error instanceof TokenError) {
         req.log.info({ reason: error.message }, 'access token rejected');
-        throw authProblems.unauthorized(true);
+        throw authProblems.unauthorized(true, error.expired);
       }
       throw error;
     }

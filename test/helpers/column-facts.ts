@@ -6,6 +6,7 @@
 // functions that write a resource from JSON (record_ndt, ...) are read from their source. Then
 // the comparison of the two, difference by difference.
 import { z } from 'zod';
+import { plainWords } from '../../db/plain-words.ts';
 import { superuserQuery } from './database.ts';
 
 //------------------------------------------------------------------------------------------------
@@ -386,9 +387,11 @@ const nextDay = (iso: string) => day(iso, 1);
 /** The 422 detail TypeScript gives a value breaking the fact, when it has words of its own. */
 export function ownMessage(type: z.ZodType, value: unknown): string | undefined {
   const result = type.safeParse(value);
-  const message = result.success ? undefined : result.error.issues[0]?.message;
-  // zod's own words ("Invalid ...", "Too small ...") are no restated fact
-  return message && !/^(Invalid|Too (small|big))\b/.test(message) ? message : undefined;
+  const issue = result.success ? undefined : result.error.issues[0];
+  // the words every field gets (db/plain-words.ts: "must be one of ...") are no restated fact
+  return issue && issue.message !== plainWords(issue as z.core.$ZodRawIssue)
+    ? issue.message
+    : undefined;
 }
 
 //------------------------------------------------------------------------------------------------

@@ -136,6 +136,15 @@ test('tampered, expired, wrong-algorithm, alg:none, wrong-typ and foreign-key to
     assert401(t, await me(port, bearer(token)), label);
     const res = await me(port, bearer(token));
     t.regex(String(res.headers['www-authenticate']), /error="invalid_token"/, label);
+    // An expired token says so (the client refreshes); any other is invalid (sign in again).
+    t.regex(
+      String(res.headers['www-authenticate']),
+      label === 'expired'
+        ? /error_description="The access token expired"/
+        : /error_description="The access token is invalid or its session has ended"/,
+      label,
+    );
+    t.regex(res.json.detail, label === 'expired' ? /has expired: refresh it/ : /sign in again/);
   }
   t.is((await me(port, bearer(good))).status, 200, 'the untouched token still works');
 });

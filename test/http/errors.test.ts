@@ -158,6 +158,12 @@ test('a body that fails its schema is 422 problem+json with errors pointing at t
     (e) => e.pointer,
   );
   t.deepEqual(pointers.sort(), ['/count', '/name']);
+  // In plain words, one per field, and the detail names each field (no zod jargon).
+  t.deepEqual(res.json.errors, [
+    { pointer: '/name', detail: 'must not be empty' },
+    { pointer: '/count', detail: 'must be a whole number' },
+  ]);
+  t.is(res.json.detail, 'name must not be empty; count must be a whole number');
   // The same route with a valid body works, so the 422 came from the schema.
   const ok = await request(port, {
     method: 'POST',

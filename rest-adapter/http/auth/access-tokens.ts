@@ -118,7 +118,9 @@ async function verifyUncached(
     // Only what jose says of the token makes it invalid: a key read that failed (the database
     // slow or down) is the service's fault, answered 503, not a reason to drop the client's token.
     if (error instanceof TokenError) throw error;
-    if (error instanceof errors.JOSEError) throw new TokenError(error.message);
+    if (error instanceof errors.JOSEError) {
+      throw new TokenError(error.message, { expired: error instanceof errors.JWTExpired });
+    }
     throw error;
   }
 }

@@ -16,7 +16,14 @@ import { asAuthenticator } from '../../../db/database.ts';
 import { addSigningKey, readSigningKeys, SIGNING_ALGORITHM } from '../../../db/signing-keys.ts';
 
 /** Any reason a presented token is not accepted; the detail is for logs, never for clients. */
-export class TokenError extends Error {}
+/** A token refused; `expired` when only its time is up (the client should refresh). */
+export class TokenError extends Error {
+  readonly expired: boolean;
+  constructor(message: string, options: { expired?: boolean } = {}) {
+    super(message);
+    this.expired = options.expired ?? false;
+  }
+}
 
 interface TenantKey {
   kid: string;
