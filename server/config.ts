@@ -89,6 +89,7 @@ const envSchema = z.object({
       return entries;
     }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   MAX_BODY_BYTES: wholeNumber(1024, 64 * 1024 * 1024).default(1024 * 1024),
   IMPORT_MAX_BYTES: wholeNumber(1024, 1024 * 1024 * 1024).default(IMPORT_DEFAULTS.maxBytes),
   DB_POOL_MAX: wholeNumber(1, 500).default(20),
@@ -147,6 +148,7 @@ export interface Config {
   migrateOnStart: boolean;
   trustProxy: TrustProxy;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  logFormat: z.infer<typeof envSchema>['LOG_FORMAT'];
   maxBodyBytes: number;
   imports: {
     /** The largest CSV file POST /imports/welds takes (413 beyond). */
@@ -229,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     migrateOnStart: e.migrateOnStart,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     maxBodyBytes: e.MAX_BODY_BYTES,
     imports: { maxBytes: e.IMPORT_MAX_BYTES },
     dbPoolMax: e.DB_POOL_MAX,

@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     console.error(error.message);
     process.exit(1);
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   // With a database URL the key must be given: refused here, before the database is touched.
   // The embedded database's is kept in DATA_DIR, which exists once the cluster is open.
   let secretKeys: WebhookSecretKeys | undefined =

@@ -2,8 +2,9 @@
 // no bodies and no query strings, and redact the usual secret names in case one slips into an
 // error object.
 import { randomUUID } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import { pino, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -17,7 +18,12 @@ declare global {
   }
 }
 
-export function createLogger(level: string): Logger {
+/**
+ * The service's logger: JSON lines (LOG_FORMAT=json, for log collectors), or with LOG_FORMAT=pretty
+ * one readable line per entry for a person at a terminal (pino-pretty, coloured when stdout is
+ * one). Both carry the same fields and redactions.
+ */
+export function createLogger(level: string, format: 'json' | 'pretty' = 'json'): Logger {
   return pino(
     {
       level,
@@ -38,9 +44,21 @@ export function createLogger(level: string): Logger {
     // Written asynchronously: under a burst (an overload answering hundreds of 503s at once), a
     // slow reader of stdout must not stall the event loop that answers health checks. Lines still
     // go out at once when the process is idle, and are flushed when it exits.
-    pino.destination({ dest: 1, sync: false }),
+    format === 'pretty'
+      ? pretty({
+          destination: pino.destination({ dest: 1, sync: false }),
+          colorize: process.stdout.isTTY,
+          translateTime: 'SYS:HH:MM:ss.l',
+          ignore: 'pid,hostname,service',
+          singleLine: true,
+        })
+      : pino.destination({ dest: 1, sync: false }),
   );
 }
+
+/** The problem type an answer was sent with (problem.ts's sendProblem notes it). */
+const problemTypeOf = (res: Response): string | undefined =>
+  typeof res.locals.problemType === 'string' ? res.locals.problemType : undefined;
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -65,6 +83,11 @@ export function requestLogging(logger: Logger): RequestHandler {
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           tenant: req.tenant?.slug,
+          // Who asked, as the token said (an id and a role, never the token), and what refused
+          // a 4xx: an operator reading the log finds which caller keeps failing, and why.
+          user: req.identity?.userId,
+          role: req.identity?.role,
+          problem: res.statusCode >= 400 && res.statusCode < 500 ? problemTypeOf(res) : undefined,
           aborted: !res.writableFinished || undefined,
         },
         'request',

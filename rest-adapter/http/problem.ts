@@ -541,6 +541,7 @@ export function zodIssues(
 }
 
 export function sendProblem(res: Response, problem: HttpProblem): void {
+  res.locals.problemType = problem.type; // for the access log line (log.ts)
   res.status(problem.status);
   for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
   res.type(PROBLEM_CONTENT_TYPE);

@@ -173,11 +173,13 @@ export async function spawnServer(
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not listen:\n${output}`)), 60_000);
     const check = () => {
-      const match = /"port":(\d+),[^\n]*listening on/.exec(output);
-      if (match && (options.warm === false || output.includes('"msg":"GraphQL schema built"'))) {
+      // JSON lines, or LOG_FORMAT=pretty's: "[time] INFO: listening on ... {"port":N,...}"
+      const match = /"port":(\d+),[^\n]*listening on|listening on[^\n]*"port":(\d+)/.exec(output);
+      const warm = /"msg":"GraphQL schema built"|INFO: GraphQL schema built/.test(output);
+      if (match && (options.warm === false || warm)) {
         clearTimeout(timer);
         child.stdout.off('data', check);
-        resolve(Number(match[1]));
+        resolve(Number(match[1] ?? match[2]));
       }
     };
     child.stdout.on('data', check);

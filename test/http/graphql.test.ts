@@ -641,10 +641,21 @@ test('an unexpected error: the client gets a masked message with an id, the log 
   t.deepEqual(hidden.extensions, { errorId: match![2] });
   t.false(res.text.includes(secret), 'nothing of the database error reaches the client');
 
-  // The request's log line comes when the response has closed; wait for it.
+  // A refused request: its log line names the problem type (and who asked).
+  const refused = await request(server.port, {
+    path: '/welds?limit=x',
+    host: 'logs.test',
+    headers: { authorization: `Bearer ${viewer}` },
+  });
+  t.is(refused.status, 422);
+
+  // The requests' log lines come when the responses have closed; wait for them.
   const deadline = Date.now() + 5000;
   while (
-    !/"msg":"request"[^\n]*"path":"\/graphql"/.test(server.output()) &&
+    !(
+      /"msg":"request"[^\n]*"path":"\/graphql"/.test(server.output()) &&
+      /"msg":"request"[^\n]*"path":"\/welds"/.test(server.output())
+    ) &&
     Date.now() < deadline
   ) {
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -675,6 +686,18 @@ test('an unexpected error: the client gets a masked message with an id, the log 
   // The request's own line carries the same request id.
   const requestLine = entries.find((e) => e.msg === 'request' && e.path === '/graphql');
   t.is(requestLine?.reqId, logged[0]!.reqId);
+  // Access lines say who asked (user id and role, never the token) and why a 4xx was refused.
+  t.like(requestLine, { role: 'viewer', status: 200 });
+  t.regex(String(requestLine?.user), /^[0-9a-f-]{36}$/);
+  t.false('problem' in requestLine!, 'a 200 names no problem');
+  const refusedLine = entries.find((e) => e.msg === 'request' && e.path === '/welds');
+  t.like(refusedLine, {
+    status: 422,
+    role: 'viewer',
+    user: requestLine?.user,
+    problem: '/problems/validation-failed',
+  });
+  t.false(server.output().includes(viewer), 'no token in the log');
   // Variables never reach the log; the document only at debug level.
   t.false(server.output().includes(secret), 'no variable value in the log');
   t.false(server.output().includes('Marker_7d2a'), 'no document at info level');

@@ -156,6 +156,24 @@ test('split credentials: the owner and authenticator URLs alone are enough', asy
   t.is(await server.stop(), 0);
 });
 
+test('LOG_FORMAT=pretty: one readable line per entry, with the same fields and no secret', async (t) => {
+  const { rootUrl } = await migratedDatabase(t);
+  const server = await spawnServer(t, { DATABASE_URL: rootUrl, LOG_FORMAT: 'pretty' });
+  t.is((await request(server.port, { path: '/health/ready' })).status, 200);
+  t.is((await request(server.port, { path: '/nowhere' })).status, 404);
+  t.is(await server.stop(), 0);
+  const lines = server.output().split('\n').filter(Boolean);
+  const listening = lines.find((l) => l.includes('listening on'))!;
+  t.regex(listening, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: listening on .*\{"port":\d+/);
+  t.false(
+    lines.some((l) => l.startsWith('{"level"')),
+    'no JSON line',
+  );
+  // The access log line: method, path, status and the problem type of a 4xx, on one line.
+  t.regex(server.output(), /INFO: request \{.*"path":"\/nowhere".*"status":404/);
+  t.false(server.output().includes(new URL(rootUrl).password), 'no password in the logs');
+});
+
 test('told not to migrate, the server refuses a database that is behind, with a clear message', async (t) => {
   const rootUrl = freshDatabaseUrl(t, 'behind');
   const { code, output } = await runServerToExit({
