@@ -41,12 +41,22 @@ import { seedTenant, SeedError } from './seed/index.ts';
 import {
   addOrigin,
   addTenant,
+  clearTenant,
   listTenants,
   parseOrigin,
   removeOrigin,
   TenantError,
+  tenantSize,
 } from './tenants.ts';
-import { addUser, disableUser, listUsers, setPassword, UserError } from './users.ts';
+import {
+  addUser,
+  disableUser,
+  enableUser,
+  listUsers,
+  setPassword,
+  setUserRole,
+  UserError,
+} from './users.ts';
 import { USER_ROLES, type UserRole } from './vocabulary.ts';
 import { loadWebhookSecretKeys, reencryptSecrets, SecretUnreadable } from './webhook-secrets.ts';
 import { exportWelds, runImport } from './weld-register.ts';
@@ -103,6 +113,27 @@ async function passwordFromStdin(): Promise<string> {
   return text.replace(/\r?\n$/, '');
 }
 
+/** Why removing or resetting a tenant needs the root connection. */
+const WHY_ROOT = 'removing data past the rules needs a superuser (triggers are switched off)';
+
+/**
+ * Asks before a command that deletes: the question on standard error, and the slug typed back on
+ * standard input (a terminal, or a pipe for a script); --yes skips it. Anything else refuses.
+ */
+async function confirm(yes: boolean, question: string, slug: string): Promise<void> {
+  if (yes) return;
+  process.stderr.write(`${question}\nType the tenant's slug to go on (or run with --yes): `);
+  let answer = '';
+  for await (const chunk of process.stdin) {
+    answer += String(chunk);
+    if (answer.includes('\n')) break;
+  }
+  if (!process.stdin.isTTY) process.stderr.write('\n'); // the piped answer did not echo
+  if (answer.split(/\r?\n/)[0]!.trim() !== slug) {
+    throw new UserError('not confirmed; nothing was changed');
+  }
+}
+
 const commands: Record<string, Command<unknown>> = {
   'tenant add': command({
     usage: 'tenant add <slug> --origin <origin> [--origin <origin>...] [--name <name>]',
@@ -151,6 +182,65 @@ const commands: Record<string, Command<unknown>> = {
     },
     run: async (db, { slug, origin }) => {
       console.log(`${slug} is no longer served from ${await removeOrigin(db, slug, origin)}`);
+    },
+  }),
+
+  'tenant remove': command({
+    usage: 'tenant remove <slug> [--yes]   (the tenant and all its data; asks unless --yes)',
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['slug'], { yes: { type: 'boolean' } });
+      return { slug: positionals[0]!, yes: values.yes ?? false };
+    },
+    run: async (db, { slug, yes }, target) => {
+      const { isos, welds, users } = await tenantSize(db, slug);
+      await confirm(
+        yes,
+        `Remove tenant ${slug} and all its data (${isos} ISOs, ${welds} welds, ${users} users)?`,
+        slug,
+      );
+      await asRoot(
+        target,
+        async (root) => {
+          const logins = (await listReportingLogins(root)).filter((l) => l.tenant === slug);
+          for (const login of logins) await removeReportingLogin(root, slug, login.name);
+          const { tables } = await clearTenant(root, slug, true);
+          const rows = tables.reduce((sum, t) => sum + t.deleted, 0);
+          console.log(
+            `removed tenant ${slug}: ${rows.toLocaleString('en')} rows in ${tables.length} tables` +
+              `${logins.length ? `, ${logins.length} reporting login(s)` : ''}; its sessions have ended`,
+          );
+        },
+        WHY_ROOT,
+      );
+    },
+  }),
+
+  'tenant reset': command({
+    usage:
+      'tenant reset <slug> [--yes]   (its project data go; origins, users, keys, settings, rules, webhooks stay)',
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['slug'], { yes: { type: 'boolean' } });
+      return { slug: positionals[0]!, yes: values.yes ?? false };
+    },
+    run: async (db, { slug, yes }, target) => {
+      const { isos, welds } = await tenantSize(db, slug);
+      await confirm(
+        yes,
+        `Delete the project data of tenant ${slug} (${isos} ISOs, ${welds} welds, their records and events)? Its users, settings and rules stay.`,
+        slug,
+      );
+      await asRoot(
+        target,
+        async (root) => {
+          const { tables } = await clearTenant(root, slug, false);
+          const rows = tables.reduce((sum, t) => sum + t.deleted, 0);
+          console.log(
+            `reset tenant ${slug}: ${rows.toLocaleString('en')} rows deleted in ${tables.length} tables; ` +
+              'its origins, users, keys, settings, rules and webhooks are as they were',
+          );
+        },
+        WHY_ROOT,
+      );
     },
   }),
 
@@ -220,15 +310,18 @@ const commands: Record<string, Command<unknown>> = {
   }),
 
   seed: command({
-    usage: 'seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]',
+    usage:
+      'seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S] [--append]   (--append: beside the data it has)',
     parse: (args) => {
       const { positionals, values } = argv(args, ['tenant-slug'], {
         isos: { type: 'string', default: '100' },
         'welds-per-iso': { type: 'string', default: '50' },
         seed: { type: 'string', default: '1' },
+        append: { type: 'boolean' },
       });
       return {
         tenant: positionals[0]!,
+        append: values.append ?? false,
         isos: wholeNumber('isos', values.isos, 100_000),
         weldsPerIso: wholeNumber('welds-per-iso', values['welds-per-iso'], 10_000),
         seed: wholeNumber('seed', values.seed, 2 ** 31 - 1),
@@ -384,6 +477,37 @@ const commands: Record<string, Command<unknown>> = {
     },
   }),
 
+  'user enable': command({
+    usage: 'user enable <tenant-slug> <userName>',
+    parse: (args) => argv(args, ['tenant-slug', 'userName'], {}).positionals,
+    run: async (db, [tenant, userName]) => {
+      await enableUser(db, tenant!, userName!);
+      console.log(
+        `enabled user ${userName} of ${tenant}; it signs in again (the webhooks it registered stay ` +
+          'paused until an admin resumes them)',
+      );
+    },
+  }),
+
+  'user role': command({
+    usage: `user role <tenant-slug> <userName> ${USER_ROLES.join('|')}`,
+    parse: (args) => {
+      const [tenant, userName, role] = argv(args, ['tenant-slug', 'userName', 'role'], {})
+        .positionals as [string, string, string];
+      if (!USER_ROLES.includes(role as UserRole)) {
+        throw new UsageError(`<role> must be one of ${USER_ROLES.join(', ')}`);
+      }
+      return { tenant, userName, role: role as UserRole };
+    },
+    run: async (db, { tenant, userName, role }) => {
+      await setUserRole(db, tenant, userName, role);
+      console.log(
+        `${userName} of ${tenant} is now ${role}; its sessions have ended (its tokens carried the ` +
+          'old role): it signs in again',
+      );
+    },
+  }),
+
   'user set-password': command({
     usage: 'user set-password <tenant-slug> <userName> --password-stdin',
     parse: (args) => {
@@ -510,13 +634,18 @@ function loginName(value: string): string {
 }
 
 /**
- * A reporting login is a PostgreSQL role, which only a role that may create roles can make: the
- * root connection (DATABASE_URL, or the embedded cluster's), not the owner.
+ * Work only the root connection (DATABASE_URL, or the embedded cluster's) may do, not the owner: a
+ * reporting login is a PostgreSQL role, which only a role that may create roles can make, and
+ * removing or resetting a tenant switches triggers off, which only a superuser may.
  */
-async function asRoot(target: DatabaseTarget, work: (root: pg.Client) => Promise<void>) {
+async function asRoot(
+  target: DatabaseTarget,
+  work: (root: pg.Client) => Promise<void>,
+  why = 'reporting logins are PostgreSQL roles',
+) {
   if (!target.rootUrl) {
     throw new ReportingError(
-      'reporting logins are PostgreSQL roles: run this with DATABASE_URL (a role that may create roles) or the embedded database',
+      `${why}: run this with DATABASE_URL (a role that may create roles) or the embedded database`,
     );
   }
   const root = await connectClient(target.rootUrl);

@@ -180,3 +180,50 @@ export async function ensureDemoTenant(
   }
   return { demo: (await listTenants(db)).find((t) => t.slug === 'demo'), created: false };
 }
+
+/** What a removal or reset deleted: the rows per table. */
+export interface Cleared {
+  tables: Array<{ table: string; deleted: number }>;
+}
+
+/**
+ * Empties a tenant (weld_private.clear_tenant holds the rule and says what a reset keeps): `whole`
+ * removes it and everything it has, otherwise its project data go and its setup stays (origins,
+ * users, keys, settings, rules, webhooks). Needs the root connection (triggers are switched off for
+ * the transaction, which only a superuser may do). A removal first removes the tenant's reporting
+ * logins, which are PostgreSQL roles (the callers drop them: db/reporting.ts).
+ */
+export async function clearTenant(
+  root: pg.ClientBase,
+  slug: string,
+  whole: boolean,
+): Promise<Cleared> {
+  const tenant = await tenantIdOf(root, slug);
+  await root.query('begin');
+  try {
+    const { rows } = await root.query<{ table_name: string; deleted: string }>(
+      'select * from weld_private.clear_tenant($1, $2)',
+      [tenant, whole],
+    );
+    await root.query('commit');
+    return { tables: rows.map((r) => ({ table: r.table_name, deleted: Number(r.deleted) })) };
+  } catch (error) {
+    await root.query('rollback');
+    throw error;
+  }
+}
+
+/** How much a tenant holds, for the question weld-admin asks before it removes or resets one. */
+export async function tenantSize(
+  db: pg.ClientBase,
+  slug: string,
+): Promise<{ isos: number; welds: number; users: number }> {
+  const tenant = await tenantIdOf(db, slug);
+  const { rows } = await db.query<{ isos: number; welds: number; users: number }>(
+    `select (select count(*)::int from weld_public.isos where tenant_id = $1) as isos,
+            (select count(*)::int from weld_public.welds where tenant_id = $1) as welds,
+            (select count(*)::int from weld_public.users where tenant_id = $1) as users`,
+    [tenant],
+  );
+  return rows[0]!;
+}

@@ -92,6 +92,28 @@ export async function disableUser(
   if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
 }
 
+export async function enableUser(db: pg.ClientBase, slug: string, userName: string): Promise<void> {
+  const { rows } = await db.query<{ found: boolean }>(
+    'select weld_private.enable_user($1, $2) as found',
+    [await tenantIdOf(db, slug), userName],
+  );
+  if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
+}
+
+/** A new role: the triggers end the user's sessions and, for a former admin, pause its webhooks. */
+export async function setUserRole(
+  db: pg.ClientBase,
+  slug: string,
+  userName: string,
+  role: UserRole,
+): Promise<void> {
+  const { rows } = await db.query<{ found: boolean }>(
+    'select weld_private.set_user_role($1, $2, $3) as found',
+    [await tenantIdOf(db, slug), userName, role],
+  );
+  if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
+}
+
 export async function setPassword(
   db: pg.ClientBase,
   slug: string,

@@ -1,6 +1,11 @@
 // Demo data: a realistic, reproducible piping project for one tenant.
 //
-//   weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S]
+//   weld-admin seed <tenant-slug> [--isos N] [--welds-per-iso M] [--seed S] [--append]
+//
+// A tenant is seeded empty; with --append, a tenant that has ISOs gets one more project beside
+// what it has: batch 2, 3, ... whose natural keys (ISO, line, stamp, PQR, WPS, report and package
+// numbers) start with "B2-", "B3-", ..., and whose ids come from the batch as well, so nothing
+// clashes with the rows already there, seeded or not.
 //
 // Reproducible: the same tenant slug and --seed give the same rows, ids included, in any
 // database. Every number, date, choice and status depends on --seed alone, and the ids on the
@@ -26,6 +31,8 @@ export interface SeedOptions {
   isos: number;
   weldsPerIso: number;
   seed: number;
+  /** Add a project beside the tenant's data rather than require an empty tenant. */
+  append?: boolean;
   /** Called after each batch with the welds written so far. */
   onProgress?: (written: number, total: number) => void;
 }
@@ -57,9 +64,10 @@ export async function seedTenant(
   if (!Number.isInteger(weldsPerIso) || weldsPerIso < 1 || weldsPerIso > 10_000) {
     throw new SeedError('--welds-per-iso must be a whole number from 1 to 10000');
   }
-  const tenantId = await emptyTenant(db, slug);
+  const { tenantId, batch } = await seedBatch(db, slug, options.append ?? false);
+  const prefix = batch === 1 ? '' : `B${batch}-`;
 
-  const rng = random(slug, seed);
+  const rng = random(batch === 1 ? slug : `${slug}#${batch}`, seed);
   const tables = seedTables();
   const total = isos * weldsPerIso;
   const summary: SeedSummary = {
@@ -71,7 +79,7 @@ export async function seedTenant(
     filmIntervals: 0,
   };
   const flush = async () => {
-    const written = await flushTables(db, tenantId, tables);
+    const written = await flushTables(db, tenantId, tables, prefix);
     summary.isos += written.isos;
     summary.welds += written.welds;
     summary.welders += written.welders;
@@ -96,17 +104,31 @@ export async function seedTenant(
   return summary;
 }
 
-/** The id of the tenant to seed, which must have no ISOs yet. */
-async function emptyTenant(db: pg.ClientBase, slug: string): Promise<string> {
+/**
+ * The tenant to seed and the batch: 1 for a tenant with no ISOs; with `append`, one more than the
+ * highest batch its ISO numbers show (a tenant with ISOs of its own counts as batch 1).
+ */
+async function seedBatch(
+  db: pg.ClientBase,
+  slug: string,
+  append: boolean,
+): Promise<{ tenantId: string; batch: number }> {
   const tenant = (
     await db.query<{ id: string }>('select id from weld_public.tenants where slug = $1', [slug])
   ).rows[0];
   if (!tenant) throw new SeedError(`no tenant '${slug}'`);
-  const hasData = await db.query('select 1 from weld_public.isos where tenant_id = $1 limit 1', [
-    tenant.id,
-  ]);
-  if (hasData.rowCount) {
-    throw new SeedError(`tenant '${slug}' already has ISOs; seed an empty tenant`);
+  const { rows } = await db.query<{ any: boolean; batch: number | null }>(
+    `select count(*) > 0 as any,
+            max(substring(iso_number from '^B([0-9]{1,6})-')::int) as batch
+       from weld_public.isos where tenant_id = $1`,
+    [tenant.id],
+  );
+  const { any, batch } = rows[0]!;
+  if (!any) return { tenantId: tenant.id, batch: 1 };
+  if (!append) {
+    throw new SeedError(
+      `tenant '${slug}' already has ISOs; seed an empty tenant, or add a project beside them with --append`,
+    );
   }
-  return tenant.id;
+  return { tenantId: tenant.id, batch: Math.max(batch ?? 1, 1) + 1 };
 }

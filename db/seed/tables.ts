@@ -18,6 +18,17 @@ type ColumnType =
   | 'weld_public.weld_status'
   | 'jsonarray';
 
+/** The columns people know rows by (unique within the tenant, or read as a group: lines). */
+const NATURAL_KEYS = new Set([
+  'iso_number',
+  'line_number',
+  'stamp',
+  'pqr_number',
+  'wps_number',
+  'report_number',
+  'package_number',
+]);
+
 /** A row: a value (null where none) for every column of the table. */
 export type Row<C> = { [K in keyof C]: unknown };
 
@@ -42,8 +53,11 @@ export class Table<C extends Record<string, ColumnType>> {
     return this.#rows.length;
   }
 
-  /** Writes the waiting rows, if any, as the tenant's; returns how many. */
-  async flush(db: pg.ClientBase, tenantId: string): Promise<number> {
+  /**
+   * Writes the waiting rows, if any, as the tenant's; returns how many. A `prefix` goes before
+   * every natural key (seed --append: a second project beside the first, no number in common).
+   */
+  async flush(db: pg.ClientBase, tenantId: string, prefix = ''): Promise<number> {
     const rows = this.#rows;
     if (rows.length === 0) return 0;
     this.#rows = [];
@@ -62,7 +76,13 @@ export class Table<C extends Record<string, ColumnType>> {
       [
         tenantId,
         ...names.map((name, i) =>
-          rows.map((row) => (json[i] ? JSON.stringify(row[name] ?? null) : (row[name] ?? null))),
+          rows.map((row) =>
+            json[i]
+              ? JSON.stringify(row[name] ?? null)
+              : prefix && NATURAL_KEYS.has(name) && typeof row[name] === 'string'
+                ? prefix + row[name]
+                : (row[name] ?? null),
+          ),
         ),
       ],
     );
@@ -220,10 +240,11 @@ export async function flushTables(
   db: pg.ClientBase,
   tenantId: string,
   tables: SeedTables,
+  prefix = '',
 ): Promise<Record<keyof SeedTables, number>> {
   const written: Partial<Record<keyof SeedTables, number>> = {};
   for (const [name, table] of Object.entries(tables)) {
-    written[name as keyof SeedTables] = await table.flush(db, tenantId);
+    written[name as keyof SeedTables] = await table.flush(db, tenantId, prefix);
   }
   return written as Record<keyof SeedTables, number>;
 }

@@ -64,7 +64,7 @@ test('tenant add, then tenant list shows it; duplicates and bad input exit 1 and
 test('usage errors exit 2 with the usage text, before any database is reached', async (t) => {
   // A database URL nothing listens on: a usage error must not need it.
   const env = { DATABASE_URL: 'postgres://u:p@127.0.0.1:1/none' };
-  for (const args of [[], ['tenant'], ['tenant', 'remove', 'x'], ['frobnicate']]) {
+  for (const args of [[], ['tenant'], ['tenant', 'rename', 'x'], ['frobnicate']]) {
     const result = await runCli(args, env);
     t.is(result.code, 2, args.join(' '));
     t.regex(

@@ -333,6 +333,9 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.create_user(tenant uuid, user_name citext, display_name text, role weld_public.user_role, password_hash text)':
       owner,
     'weld_private.disable_user(tenant uuid, user_name citext)': owner,
+    'weld_private.enable_user(tenant uuid, user_name citext)': owner,
+    'weld_private.set_user_role(tenant uuid, user_name citext, role weld_public.user_role)': owner,
+    'weld_private.clear_tenant(tenant uuid, whole boolean)': owner,
     'weld_private.examination_created_in_this_transaction(subject text, tenant uuid, record_id uuid)':
       rules,
     'weld_private.first_unknown_weld(weld_ids jsonb)': rules,
