@@ -96,6 +96,9 @@ export async function importComponents(
   schema: z.ZodObject,
   options: { dryRun: boolean },
 ): Promise<ComponentImport> {
+  // An OAuth2 client imports with imports:write (as the weld register's turn asks it), beside
+  // welds:write, which the components' own policies ask of what the file writes.
+  await db.query("select weld_hidden.require_scope('{imports:write}')");
   // Only the first MAX_IMPORT_ERRORS are kept (rows come in line order); all are counted.
   const errors: ImportError[] = [];
   let errorCount = 0;

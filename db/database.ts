@@ -340,6 +340,8 @@ export interface SessionContext {
   tenantId: string | null;
   userId?: string | null;
   sessionId?: string | null;
+  /** An OAuth2 client's scopes, space-separated; none (a person's session): its role alone holds it. */
+  scope?: string | null;
 }
 
 /**
@@ -413,6 +415,7 @@ export function sessionSettings(context: SessionContext): Record<string, string>
     'jwt.claims.tenant_id': context.tenantId ?? '',
     'jwt.claims.user_id': context.userId ?? '',
     'jwt.claims.session_id': context.sessionId ?? '',
+    'jwt.claims.scope': context.scope ?? '',
   };
 }
 

@@ -19,6 +19,23 @@ export type UserRole = (typeof USER_ROLES)[number];
 /** The request role a signed-in user's transactions run as. */
 export const requestRoleOf = (role: UserRole): RequestRole => `weld_${role}`;
 
+/**
+ * OAuth2 scopes (F18), one per area of the API, as an OAuth2 client's token carries them
+ * (space-separated in its `scope` claim). The areas are SQL's: weld_hidden.require_scope and the
+ * row security policies of migration 000045, which docs/api.md ("Scopes") describes.
+ */
+export const OAUTH_SCOPES = [
+  'welds:read',
+  'welds:write',
+  'ndt:write',
+  'packages:write',
+  'imports:write',
+  'events:read',
+  'webhooks:write',
+  'reports:read',
+] as const;
+export type OauthScope = (typeof OAUTH_SCOPES)[number];
+
 /** A weld's status (SQL enum weld_public.weld_status), as the contract spells it. */
 export const WELD_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REPAIR', 'VOIDED'] as const;
 export type WeldStatus = (typeof WELD_STATUSES)[number];

@@ -244,6 +244,14 @@ export const PROBLEM_TYPES = {
     description: "the caller's role may not do this",
     sqlstates: ['WD003', '42501'],
   },
+  'insufficient-scope': {
+    status: 403,
+    title: 'Insufficient scope',
+    description:
+      "an OAuth2 client's token lacks the scope of the area it asks for (RFC 6750 `insufficient_scope`); `scope` names one that would allow it, as does `WWW-Authenticate`",
+    sqlstates: ['WD015'],
+    members: z.object({ scope: z.string().catch('') }),
+  },
   'transition-not-allowed': {
     status: 409,
     title: 'Transition not allowed',

@@ -284,9 +284,21 @@ const RULE_HOOKS: Partial<
       detail?: (e: DatabaseError) => string;
       /** The extension members, instead of those the registry reads from DETAIL. */
       members?: (e: DatabaseError) => Record<string, unknown>;
+      /** Headers the answer carries. */
+      headers?: (e: DatabaseError) => Record<string, string>;
     }
   >
 > = {
+  // An OAuth2 client without the scope: RFC 6750 section 3.1's challenge names the scope needed.
+  WD015: {
+    headers: (e) => {
+      const named = jsonDetail(e).scope;
+      const scope = typeof named === 'string' ? named.replace(/[^a-z:]/g, '') : '';
+      return {
+        'WWW-Authenticate': `Bearer realm="weld-data-service", error="insufficient_scope", scope="${scope}"`,
+      };
+    },
+  },
   // The message names the kind of row, e.g. "weld 7f0c... not found"; a line number may hold
   // spaces ("line 3 in-P-12 not found"), and an ISO is spelled as the service spells it.
   WD001: {
@@ -331,6 +343,7 @@ function ruleProblem(code: RuleSqlstate, e: DatabaseError): HttpProblem {
   return problemOf(slug, {
     detail: hook?.detail ? hook.detail(e) : `${e.message}.`,
     extensions: hook?.members ? hook.members(e) : (entry.members?.parse(jsonDetail(e)) ?? {}),
+    ...(hook?.headers && { headers: hook.headers(e) }),
   });
 }
 

@@ -44,6 +44,7 @@ export function callerContext(req: Request): SessionContext {
     tenantId: req.tenant!.id,
     userId: identity.userId,
     sessionId: identity.sessionId,
+    scope: identity.scope,
   };
 }
 

@@ -263,6 +263,9 @@ test('catalog: each function is executable by exactly the roles that call it', a
     // The reporting logins' limits, enforced by the server's housekeeping.
     'weld_hidden.reap_reporting_sessions()': roles('weld_reaper', 'weld_authenticator'),
     'weld_hidden.current_user_id()': requests,
+    // OAuth2 scopes (000045): the policies' and the rules' check, and the reporting views'.
+    'weld_hidden.require_scope(allowed text[])': roles('weld_anonymous weld_reporting', rules),
+    'weld_hidden.scoped_tenant_id(allowed text[])': requests,
     'weld_hidden.login_begin(user_name citext, address text)': server(rules),
     'weld_hidden.login_succeed(user_id uuid, address text, session_id uuid, refresh_hash bytea, refresh_ttl interval)':
       server(rules),

@@ -5,6 +5,7 @@
 import type { ExecutionContext } from 'ava';
 import type pg from 'pg';
 import { addTenant } from '../../db/tenants.ts';
+import type { KeyRing } from '../../rest-adapter/http/auth/keys.ts';
 import { addRoleUsers, login } from './auth.ts';
 import { migratedDatabase } from './database.ts';
 import { ownerClient } from './fixtures.ts';
@@ -32,6 +33,8 @@ export interface World {
   /** GraphQL at A's origin as one of A's users. */
   gql: (role: Role, query: string, variables?: object) => Promise<HttpResponse>;
   make: ReturnType<typeof makers>;
+  /** The server's key ring: tests sign tokens of their own with the tenants' keys. */
+  ring: KeyRing;
 }
 
 export async function world(t: ExecutionContext): Promise<World> {
@@ -48,7 +51,7 @@ export async function world(t: ExecutionContext): Promise<World> {
     [tenantA],
   );
   const userIds = Object.fromEntries(rows.map((r) => [r.role, r.id])) as Record<Role, string>;
-  const { port } = await startServer(t, target);
+  const { port, ring } = await startServer(t, target);
   const a = {} as Record<Role, Client>;
   const b = {} as Record<Role, Client>;
   const tokens = {} as Record<Role, string>;
@@ -65,7 +68,7 @@ export async function world(t: ExecutionContext): Promise<World> {
       body: { query, variables },
       headers: { authorization: `Bearer ${tokens[role]}` },
     });
-  return { port, owner, tenantA, tenantB, userIds, a, b, gql, make: makers(a) };
+  return { port, owner, tenantA, tenantB, userIds, a, b, gql, make: makers(a), ring };
 }
 
 /** The answer's JSON, or an error naming what was answered instead. */

@@ -1,12 +1,13 @@
 // Access tokens (RFC 9068 shape, RFC 8725 practice): ES256 only, header typ "at+jwt" and the
 // signing key's kid; claims iss = aud = the tenant origin it was issued at, sub (user id), tid
-// (tenant id), role, sid (session id), iat, exp, jti. Verification pins the algorithm, checks iss,
+// (tenant id), role, sid (session id), iat, exp, jti; an OAuth2 client's token also client_id and
+// scope (RFC 9068 section 2.2.3), which the database holds the request to. Verification pins the algorithm, checks iss,
 // aud, typ, expiry (5 s tolerance) and that tid is the tenant of the request; kid only selects
 // among the tenant's own trusted keys.
 import { randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import { SIGNING_ALGORITHM } from '../../../db/signing-keys.ts';
-import { USER_ROLES, type UserRole } from '../../../db/vocabulary.ts';
+import { OAUTH_SCOPES, USER_ROLES, type UserRole } from '../../../db/vocabulary.ts';
 import { TokenError, type KeyRing } from './keys.ts';
 
 export interface AccessClaims {
@@ -14,6 +15,9 @@ export interface AccessClaims {
   tenantId: string;
   role: UserRole;
   sessionId: string;
+  /** An OAuth2 client's token (RFC 9068): its client_id, and the scopes it was granted. */
+  clientId?: string;
+  scope?: string;
   /** When the verified token expires (ms since the epoch); set by verifyAccessToken. */
   expiresAt?: number;
 }
@@ -26,7 +30,8 @@ export async function issueAccessToken(
 ): Promise<string> {
   const { kid, key } = await ring.signingKey(claims.tenantId);
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ tid: claims.tenantId, role: claims.role, sid: claims.sessionId })
+  const client = claims.clientId ? { client_id: claims.clientId, scope: claims.scope } : {};
+  return new SignJWT({ tid: claims.tenantId, role: claims.role, sid: claims.sessionId, ...client })
     .setProtectedHeader({ alg: SIGNING_ALGORITHM, typ: 'at+jwt', kid })
     .setIssuer(origin)
     .setAudience(origin)
@@ -103,12 +108,24 @@ async function verifyUncached(
     if (payload.tid !== expected.tenantId) throw new TokenError('token of another tenant');
     if (!USER_ROLES.includes(role)) throw new TokenError('unknown role');
     if (typeof payload.sid !== 'string') throw new TokenError('no session');
+    // A client's token names its client and scopes, each one we know; a person's names neither.
+    const { client_id: clientId, scope } = payload;
+    if (clientId !== undefined || scope !== undefined) {
+      if (typeof clientId !== 'string' || typeof scope !== 'string') {
+        throw new TokenError('client_id and scope go together');
+      }
+      const scopes = scope.split(' ');
+      if (!scopes.every((s) => (OAUTH_SCOPES as readonly string[]).includes(s))) {
+        throw new TokenError('unknown scope');
+      }
+    }
     return {
       claims: {
         userId: payload.sub!,
         tenantId: payload.tid,
         role,
         sessionId: payload.sid,
+        ...(typeof clientId === 'string' && { clientId, scope: scope! }),
         expiresAt: payload.exp! * 1000,
       },
       exp: payload.exp!,
