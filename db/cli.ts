@@ -19,6 +19,13 @@ import { analyzeCitus, renderCitusPlan } from './citus.ts';
 import { ConfigError, loadDatabaseConfig } from './config.ts';
 import { openMigratedDatabase } from './migrate.ts';
 import {
+  addClient,
+  listClients,
+  MAX_OVERLAP_HOURS,
+  removeClient,
+  rotateClient,
+} from './oauth-clients.ts';
+import {
   asAuthenticator,
   connectClient,
   createPool,
@@ -57,7 +64,7 @@ import {
   setUserRole,
   UserError,
 } from './users.ts';
-import { USER_ROLES, type UserRole } from './vocabulary.ts';
+import { OAUTH_SCOPES, USER_ROLES, type OauthScope, type UserRole } from './vocabulary.ts';
 import { loadWebhookSecretKeys, reencryptSecrets, SecretUnreadable } from './webhook-secrets.ts';
 import { exportWelds, runImport } from './weld-register.ts';
 
@@ -523,6 +530,89 @@ const commands: Record<string, Command<unknown>> = {
     },
   }),
 
+  'client add': command({
+    usage: `client add <tenant-slug> <name> --scope <scope> [--scope <scope>...]   (prints the secret once; scopes: ${OAUTH_SCOPES.join(' ')})`,
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug', 'name'], {
+        scope: { type: 'string', multiple: true },
+      });
+      const scopes = values.scope ?? [];
+      if (scopes.length === 0) throw new UsageError('a client needs at least one --scope');
+      const unknown = scopes.filter((s) => !(OAUTH_SCOPES as readonly string[]).includes(s));
+      if (unknown.length > 0) {
+        throw new UsageError(
+          `unknown scope ${unknown.join(', ')}: one of ${OAUTH_SCOPES.join(', ')}`,
+        );
+      }
+      return { tenant: positionals[0]!, name: positionals[1]!, scopes: scopes as OauthScope[] };
+    },
+    run: async (db, { tenant, name, scopes }) => {
+      const { client, clientSecret } = await inTenant(db, tenant, (c) =>
+        addClient(c, name, scopes),
+      );
+      console.log(`added OAuth2 client ${client.name} to ${tenant} (role ${client.role})`);
+      console.log(`client_id     ${client.clientId}`);
+      console.log(`client_secret ${clientSecret}`);
+      console.error(
+        'weld-admin: the secret is shown this once; keep it where the integration reads it',
+      );
+    },
+  }),
+
+  'client list': command({
+    usage: 'client list <tenant-slug>',
+    parse: (args) => argv(args, ['tenant-slug'], {}).positionals[0]!,
+    run: async (db, tenant) => {
+      const clients = await inTenant(db, tenant, (c) => listClients(c));
+      printTable(
+        ['clientId', 'name', 'scopes', 'role', 'lastUsed'],
+        clients.map((c) => [
+          c.clientId,
+          c.name,
+          c.scopes.join(' '),
+          c.role,
+          c.lastUsedAt ?? 'never',
+        ]),
+      );
+    },
+  }),
+
+  'client rotate': command({
+    usage: `client rotate <tenant-slug> <client-id> [--overlap-hours N]   (a new secret; the old one works N hours, default 24)`,
+    parse: (args) => {
+      const { positionals, values } = argv(args, ['tenant-slug', 'client-id'], {
+        'overlap-hours': { type: 'string', default: '24' },
+      });
+      const hours = values['overlap-hours'];
+      if (!/^[0-9]{1,3}$/.test(hours) || Number(hours) > MAX_OVERLAP_HOURS) {
+        throw new UsageError(
+          `--overlap-hours must be a whole number from 0 to ${MAX_OVERLAP_HOURS}`,
+        );
+      }
+      return { tenant: positionals[0]!, clientId: positionals[1]!, overlapHours: Number(hours) };
+    },
+    run: async (db, { tenant, clientId, overlapHours }) => {
+      const { clientSecret } = await inTenant(db, tenant, (c) =>
+        rotateClient(c, clientId, overlapHours),
+      );
+      console.log(`client_secret ${clientSecret}`);
+      console.error(
+        `weld-admin: rotated ${clientId}; the old secret works ${overlapHours} more hour(s). The new one is shown this once`,
+      );
+    },
+  }),
+
+  'client remove': command({
+    usage: 'client remove <tenant-slug> <client-id>   (its secrets go; its tokens end at once)',
+    parse: (args) => argv(args, ['tenant-slug', 'client-id'], {}).positionals,
+    run: async (db, [tenant, clientId]) => {
+      if (!(await inTenant(db, tenant!, (c) => removeClient(c, clientId!)))) {
+        throw new UserError(`no OAuth2 client '${clientId}' in tenant '${tenant}'`);
+      }
+      console.log(`removed OAuth2 client ${clientId} of ${tenant}; its tokens have ended`);
+    },
+  }),
+
   'keys rotate': command({
     usage: 'keys rotate <tenant-slug>',
     parse: (args) => argv(args, ['tenant-slug'], {}).positionals[0]!,
@@ -656,6 +746,28 @@ async function asRoot(
   }
 }
 class CitusPlanRefused extends Error {}
+
+/**
+ * Runs `work` in one transaction as the owner inside the tenant (what the SQL functions of the
+ * tenant's own things read it from), for the commands that manage OAuth2 clients. A refusal of
+ * the SQL (WD001 no such client, a bad value) becomes the one-line message of a UserError.
+ */
+async function inTenant<T>(db: pg.Client, slug: string, work: (db: pg.Client) => Promise<T>) {
+  const tenant = await tenantIdOf(db, slug);
+  await db.query('begin');
+  try {
+    await db.query("select set_config('jwt.claims.tenant_id', $1, true)", [tenant]);
+    const result = await work(db);
+    await db.query('commit');
+    return result;
+  } catch (error) {
+    await db.query('rollback');
+    const code = (error as { code?: string }).code;
+    if (code === 'WD001') throw new UserError(`no OAuth2 client of that id in tenant '${slug}'`);
+    if (code === 'WD007' || code === '23514') throw new UserError((error as Error).message);
+    throw error;
+  }
+}
 
 async function tenantIdOf(db: pg.Client, slug: string): Promise<string> {
   const tenant = (await listTenants(db)).find((t) => t.slug === slug);

@@ -58,6 +58,12 @@ function routePaths(routes: Route[]) {
 const OTHER_TAGS: Record<string, { name: string; description: string }> = {
   health: { name: 'Health', description: 'Is the service (and this tenant) served' },
   auth: { name: 'Authentication', description: 'Sessions: login, refresh, logout, CSRF' },
+  oauth: {
+    name: 'OAuth2 clients',
+    description:
+      'Integrations without a person: clients an admin registers with scopes, their client credentials tokens and revocation (Wave 2)',
+  },
+  'oauth-clients': { name: 'OAuth2 clients', description: '' },
   '.well-known': { name: 'Authentication', description: '' },
   'weld-transitions': { name: 'Welds', description: '' },
   'examination-selections': {
@@ -83,12 +89,60 @@ const TAGS: Record<string, { name: string; description: string }> = {
 };
 const tagOf = (template: string) => TAGS[template.split('/')[1]!]!.name;
 
-/** Every operation of `paths` tagged by its path, unless it names its tags itself. */
+/**
+ * The OAuth2 scopes that let a client call an operation: alternatives, each asking all its scopes
+ * (OpenAPI's security requirements). The areas are SQL's (migration 000045), which holds the
+ * requests; test/http/scopes.test.ts holds a call of every area to what this says. Reading the
+ * project's data is every data scope's; the OAuth2 client management is a person's only.
+ */
+const DATA_READ = ['welds:read', 'welds:write', 'ndt:write', 'packages:write', 'imports:write'];
+const WRITE_SCOPE: Record<string, string> = {
+  isos: 'welds:write',
+  welds: 'welds:write',
+  welders: 'welds:write',
+  'welder-qualifications': 'welds:write',
+  pqrs: 'welds:write',
+  wps: 'welds:write',
+  components: 'welds:write',
+  'filler-lots': 'welds:write',
+  'weld-fillers': 'welds:write',
+  'weld-transitions': 'welds:write',
+  'ndt-records': 'ndt:write',
+  inspections: 'ndt:write',
+  'examination-selections': 'ndt:write',
+  'pwht-records': 'ndt:write',
+  'hardness-readings': 'ndt:write',
+  'test-packages': 'packages:write',
+  imports: 'imports:write',
+};
+export function scopesOf(method: string, template: string): string[][] | undefined {
+  const area = template.split('/')[1]!;
+  const only = { events: 'events:read', webhooks: 'webhooks:write', reports: 'reports:read' };
+  if (area in only) return [[only[area as keyof typeof only]]];
+  if (area === 'auth' || area === 'graphql') return [[]]; // any token; GraphQL asks per field
+  if (area === 'oauth-clients') return undefined;
+  if (method === 'get') return DATA_READ.map((scope) => [scope]);
+  const write = WRITE_SCOPE[area];
+  return write ? [[write]] : undefined;
+}
+
+/**
+ * Every operation of `paths` tagged by its path, unless it names its tags itself; and the tokens
+ * it takes: a person's (bearer or cookie), or an OAuth2 client's with one of its scope sets.
+ */
 function tagged(paths: Record<string, Record<string, unknown>>) {
   for (const [template, item] of Object.entries(paths)) {
     for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
-      const operation = item[method] as { tags?: string[] } | undefined;
-      if (operation && !operation.tags) item[method] = { tags: [tagOf(template)], ...operation };
+      const operation = item[method] as { tags?: string[]; security?: unknown[] } | undefined;
+      if (!operation) continue;
+      const scopes = operation.security ? undefined : scopesOf(method, template);
+      item[method] = {
+        tags: operation.tags ?? [tagOf(template)],
+        ...operation,
+        ...(scopes && {
+          security: [...bearerOrCookie, ...scopes.map((needed) => ({ oauth2: needed }))],
+        }),
+      };
     }
   }
   return paths;
@@ -310,6 +364,28 @@ function buildDocument(routes: Route[]) {
       schemas,
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (ES256, typ at+jwt)' },
+        oauth2: {
+          type: 'oauth2',
+          description:
+            'OAuth2 clients (Wave 2): an admin registers one with scopes (POST /oauth-clients); it gets a token by client credentials and sends it as a bearer token. The database holds it to its scopes.',
+          flows: {
+            clientCredentials: {
+              tokenUrl: '/oauth/token',
+              scopes: {
+                'welds:read': "read the project's data",
+                'welds:write':
+                  'write ISOs, welds and their status, welders, qualifications, PQRs, WPSs, components, filler metal, rules and settings',
+                'ndt:write':
+                  'write NDT records (and the status changes they cause), inspections, examination draws, PWHT and hardness',
+                'packages:write': 'write test packages',
+                'imports:write': 'use the import endpoints (with the scope of what a file writes)',
+                'events:read': 'read the event feed',
+                'webhooks:write': 'manage webhook endpoints',
+                'reports:read': 'read the reports',
+              },
+            },
+          },
+        },
         cookie: {
           type: 'apiKey',
           in: 'cookie',

@@ -9,6 +9,7 @@ import { eventRoutes, type EventOptions } from '../rest-adapter/events.ts';
 import { historyRoutes } from '../rest-adapter/history.ts';
 import { importRoutes, type ImportOptions } from '../rest-adapter/imports.ts';
 import { isoProgressRoutes } from '../rest-adapter/isos.ts';
+import { oauthRoutes } from '../rest-adapter/oauth.ts';
 import { indexRoute, openapiRoutes } from '../rest-adapter/openapi.ts';
 import { resourceRoutes } from '../rest-adapter/resource.ts';
 import { reportRoutes } from '../rest-adapter/reports.ts';
@@ -45,6 +46,7 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       isDraining: deps.isDraining ?? (() => false),
     }),
     ...authRoutes({ pool: deps.pool, ring: deps.ring, ...deps.auth }),
+    ...oauthRoutes({ pool: deps.pool, ring: deps.ring, accessTokenTtl: deps.auth.accessTokenTtl }),
     ...[
       ...weldLifecycleRoutes(deps.pool),
       ...historyRoutes(deps.pool),

@@ -291,6 +291,7 @@ const RULE_HOOKS: Partial<
 > = {
   // An OAuth2 client without the scope: RFC 6750 section 3.1's challenge names the scope needed.
   WD015: {
+    detail: (e) => `${e.message.charAt(0).toUpperCase()}${e.message.slice(1)}.`,
     headers: (e) => {
       const named = jsonDetail(e).scope;
       const scope = typeof named === 'string' ? named.replace(/[^a-z:]/g, '') : '';

@@ -339,6 +339,22 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.enable_user(tenant uuid, user_name citext)': owner,
     'weld_private.set_user_role(tenant uuid, user_name citext, role weld_public.user_role)': owner,
     'weld_private.clear_tenant(tenant uuid, whole boolean)': owner,
+    // OAuth2 clients (000046): admins manage them, the server's role issues and revokes tokens.
+    'weld_hidden.oauth_client_add(client_id text, name text, scopes text[], secret_hash bytea)':
+      roles('weld_admin', rules),
+    'weld_hidden.oauth_client_remove(client_id text)': roles('weld_admin', rules),
+    'weld_hidden.oauth_client_rotate(client_id text, secret_hash bytea, overlap interval)': roles(
+      'weld_admin',
+      rules,
+    ),
+    'weld_hidden.oauth_clients_list(after text, max integer)': roles('weld_admin', rules),
+    'weld_hidden.oauth_token_begin(client_id text, address text)': server(rules),
+    'weld_hidden.oauth_token_issued(client_id text, address text, session_id uuid)': server(rules),
+    'weld_hidden.oauth_token_revoke(client_id text, session_id uuid)': server(rules),
+    'weld_private.oauth_client_json(client weld_private.oauth_clients)': rules,
+    'weld_private.oauth_scopes_role(scopes text[])': rules,
+    'weld_private.require_person()': rules,
+    'weld_private.throttle_attempt(tenant uuid, address text, account_key text)': rules,
     'weld_private.examination_created_in_this_transaction(subject text, tenant uuid, record_id uuid)':
       rules,
     'weld_private.first_unknown_weld(weld_ids jsonb)': rules,

@@ -22,6 +22,11 @@ export function violations(o: Operation, req: SentRequest, res: FuzzResponse): s
   if (res.status >= 400) {
     if (o.template === '/graphql' && GRAPHQL_TYPES.includes(type)) {
       if (!Array.isArray(body?.errors)) found.push('a GraphQL error answer without `errors`');
+    } else if (o.template.startsWith('/oauth/') && type === 'application/json') {
+      // The OAuth2 endpoints answer RFC 6749 section 5.2's JSON (with the problem members too).
+      if (typeof body?.error !== 'string') found.push('an OAuth2 error answer without `error`');
+      if (body?.status !== res.status)
+        found.push(`an OAuth2 error whose status is not ${res.status}`);
     } else if (type !== 'application/problem+json') {
       found.push(`a ${res.status} as ${type || 'no content type'}, not application/problem+json`);
     } else {

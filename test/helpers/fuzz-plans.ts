@@ -276,9 +276,11 @@ export function validString(s: Schema, name: string, world: Draw): fc.Arbitrary<
   }
   const known = world.values.get(name) ?? world.values.get(name.replace(/s$/, '')) ?? [];
   const examples = EXAMPLES[name] ?? (name === 'refreshToken' ? world.refreshTokens : []);
+  // A client's id and secret are guessed together or not at all: known ones mostly.
+  const knownWeight = name === 'client_id' || name === 'client_secret' ? 12 : 3;
   return fc.oneof(
     { weight: 3, arbitrary: base },
-    ...(known.length ? [{ weight: 3, arbitrary: fc.constantFrom(...known) }] : []),
+    ...(known.length ? [{ weight: knownWeight, arbitrary: fc.constantFrom(...known) }] : []),
     ...(examples.length ? [{ weight: 4, arbitrary: fc.constantFrom(...examples) }] : []),
     // the longest value allowed
     ...(s.maxLength && !s.pattern ? [fc.constant(new Huge('x', s.maxLength))] : []),
@@ -395,7 +397,10 @@ export const BAD_UTF8 = [[0xff, 0xfe], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 
 export function bodyPlan(o: Operation, world: Draw): fc.Arbitrary<BodyPlan> {
   // A body where none belongs, now and then.
   if (!o.body) return fc.oneof({ weight: 19, arbitrary: fc.constant({ kind: 'none' }) }, nastyBody);
-  if (!o.body.type.endsWith('json')) return csvBody(o.body.example ?? 'a\n1\n', world);
+  // A form (the OAuth2 endpoints) is made of the same values as JSON, form-encoded when sent.
+  const structured =
+    o.body.type.endsWith('json') || o.body.type === 'application/x-www-form-urlencoded';
+  if (!structured) return csvBody(o.body.example ?? 'a\n1\n', world);
   const good = valid(o.body.schema, '', world);
   const json = (value: unknown): BodyPlan => ({ kind: 'json', value });
   return fc.oneof(

@@ -132,6 +132,18 @@ export function credentials(
   }
 }
 
+/** A JSON object as a form (application/x-www-form-urlencoded); any other JSON as its text. */
+function formText(json: string): string {
+  const value: unknown = JSON.parse(json);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return json;
+  return new URLSearchParams(
+    Object.entries(value).map(([k, v]): [string, string] => [
+      k,
+      typeof v === 'string' ? v : JSON.stringify(v),
+    ]),
+  ).toString();
+}
+
 export function materialize(world: FuzzWorld, plan: RequestPlan): SentRequest {
   const o = plan.operation;
   const hosts = {
@@ -157,7 +169,13 @@ export function materialize(world: FuzzWorld, plan: RequestPlan): SentRequest {
 
   const b = plan.body;
   let body: Buffer | undefined;
-  if (b.kind === 'json') body = Buffer.from(jsonText(world, b.value));
+  if (b.kind === 'json') {
+    const json = jsonText(world, b.value);
+    // An OAuth2 endpoint's form: the same values, form-encoded (anything but an object as it is).
+    body = Buffer.from(
+      o.body?.type === 'application/x-www-form-urlencoded' ? formText(json) : json,
+    );
+  }
   if (b.kind === 'text') body = Buffer.from(text(world, b.text));
   if (b.kind === 'bytes') body = Buffer.from(b.bytes);
   if (b.kind === 'json-bad-utf8') {

@@ -151,7 +151,7 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
 
   // What a seed does not make: a webhook (to a closed port on loopback: a test message fails,
   // after the webhook timeout as every failure does), an import, examination selections, a PWHT
-  // record, a hardness reading, a component and a filler lot used on a weld.
+  // record, a hardness reading, a component and a filler lot used on a weld, an OAuth2 client.
   const as = (role: Role, path: string, body: unknown, type = 'application/json') =>
     request(port, {
       method: 'POST',
@@ -160,6 +160,7 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
       body,
       headers: { authorization: `Bearer ${tokens[role]}`, 'content-type': type },
     });
+  const credentials: string[] = [];
   const isos = await items(port, HOST, tokens.admin, '/isos');
   const welds = await items(port, HOST, tokens.admin, '/welds');
   for (const res of [
@@ -197,6 +198,13 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
       materialSpec: 'A106',
       heatNumber: 'FUZZ-HEAT-1',
     }),
+    await as('admin', '/oauth-clients', { name: 'Fuzz client', scopes: ['welds:read'] }).then(
+      (client) => {
+        // Its credentials, for the token and revocation endpoints' forms.
+        if (client.status === 201) credentials.push(client.json.clientId, client.json.clientSecret);
+        return client;
+      },
+    ),
     await as('inspector', '/hardness-readings', {
       weldId: welds[0]!.id,
       measuredOn: '2026-03-12',
@@ -213,7 +221,8 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
   for (const o of operations()) {
     if (o.method !== 'GET' || o.template.includes('{')) continue;
     const mine = await items(port, HOST, tokens.admin, o.template);
-    const ids = mine.map((item) => String(item.id));
+    // (An OAuth2 client is named by its clientId.)
+    const ids = mine.map((item) => String(item.id ?? item.clientId));
     if (ids.length) pools.set(o.pool, ids);
     for (const [key, value] of mine.flatMap((item) => Object.entries(item))) {
       if (typeof value !== 'string' || UUID.test(value) || key.endsWith('At')) continue;
@@ -223,6 +232,10 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
     const theirs = await items(port, OTHER_HOST, foreignToken, o.template);
     foreign.push(...theirs.map((item) => String(item.id)).filter((id) => UUID.test(id)));
   }
+
+  values.set('client_id', [credentials[0]!]);
+  values.set('client_secret', [credentials[1]!]);
+  values.set('scope', ['welds:read']);
 
   const sql = await fingerprintSql(owner);
   const fingerprint = async () => {

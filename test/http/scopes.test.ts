@@ -7,6 +7,7 @@ import test from 'ava';
 import { OAUTH_SCOPES, type OauthScope } from '../../db/vocabulary.ts';
 import { issueAccessToken } from '../../rest-adapter/http/auth/access-tokens.ts';
 import { bearerClient, request, type HttpResponse } from '../helpers/http.ts';
+import { serviceDocument } from '../helpers/service-document.ts';
 import { A, ok, world, type World } from '../helpers/rules-http.ts';
 
 async function clientToken(w: World, scope: string, claims: Record<string, string> = {}) {
@@ -212,4 +213,32 @@ test('a token naming an unknown scope, or a client without scopes, is refused as
     t.is(res.status, 401, JSON.stringify(scope));
     t.regex(String(res.headers['www-authenticate']), /error="invalid_token"/);
   }
+});
+
+test('the OpenAPI document names the scopes that allow each area, as the database holds them', (t) => {
+  const document = serviceDocument() as {
+    paths: Record<string, Record<string, { security?: Array<Record<string, string[]>> }>>;
+    components: {
+      securitySchemes: { oauth2: { flows: { clientCredentials: { scopes: object } } } };
+    };
+  };
+  t.deepEqual(
+    Object.keys(document.components.securitySchemes.oauth2.flows.clientCredentials.scopes),
+    [...OAUTH_SCOPES],
+  );
+  for (const { name, allowed } of CALLS) {
+    const [method, target] = name.split(' ') as [string, string];
+    const template = target.split('?')[0]!;
+    const security = document.paths[template]![method.toLowerCase()]!.security!;
+    const alternatives = security.filter((s) => 'oauth2' in s).map((s) => s.oauth2);
+    t.deepEqual(
+      alternatives,
+      allowed.map((scope) => [scope]),
+      name,
+    );
+    t.deepEqual(security.slice(0, 2), [{ bearer: [] }, { cookie: [] }], `${name}: persons too`);
+  }
+  // Managing clients is a person's: no scope allows it.
+  const clients = document.paths['/oauth-clients']!.post!.security;
+  t.true(clients === undefined || !clients.some((s) => 'oauth2' in s));
 });
