@@ -230,3 +230,27 @@ export function lineBreaks(bytes: Uint8Array, end = bytes.length): number {
   }
   return count;
 }
+
+/**
+ * The line (as lineBreaks counts, 1 for the first) of the first byte of `chunk` that is not
+ * UTF-8, the file's earlier pieces having held `linesBefore` line breaks and ended with
+ * `previous`: a sequence that piece began and left unfinished is read with this one, so that
+ * neither a character cut in two nor a line break of the earlier piece is miscounted.
+ */
+export function nonUtf8Line(previous: Uint8Array, chunk: Uint8Array, linesBefore: number): number {
+  const carried = unfinishedTail(previous);
+  const joined = Buffer.concat([carried, chunk]);
+  const at = firstNonUtf8(joined);
+  return 1 + linesBefore + lineBreaks(joined, at < 0 ? joined.length : at);
+}
+
+/** The last bytes of `bytes` that begin a UTF-8 sequence it does not finish (none: empty). */
+export function unfinishedTail(bytes: Uint8Array): Uint8Array {
+  for (let back = 1; back <= 3 && back <= bytes.length; back++) {
+    const byte = bytes[bytes.length - back]!;
+    if ((byte & 0xc0) === 0x80) continue; // a continuation byte: its lead is further back
+    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return length > back ? bytes.subarray(bytes.length - back) : new Uint8Array(0);
+  }
+  return new Uint8Array(0);
+}

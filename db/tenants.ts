@@ -189,8 +189,8 @@ export interface Cleared {
 /**
  * Empties a tenant (weld_private.clear_tenant holds the rule and says what a reset keeps): `whole`
  * removes it and everything it has, otherwise its project data go and its setup stays (origins,
- * users, keys, settings, rules, webhooks). Needs the root connection (triggers are switched off for
- * the transaction, which only a superuser may do). A removal first removes the tenant's reporting
+ * users, keys, settings, rules, webhooks, OAuth2 clients). Needs the root connection (triggers are
+ * switched off for the transaction, which only a superuser may do). A removal first removes the tenant's reporting
  * logins, which are PostgreSQL roles (the callers drop them: db/reporting.ts).
  */
 export async function clearTenant(
@@ -201,6 +201,10 @@ export async function clearTenant(
   const tenant = await tenantIdOf(root, slug);
   await root.query('begin');
   try {
+    // Triggers off for this transaction (a superuser's right), then the owner's own rights for
+    // the rest: the superuser runs nothing the owner could have rewritten.
+    await root.query('set local session_replication_role = replica');
+    await root.query('set local role weld_owner');
     const { rows } = await root.query<{ table_name: string; deleted: string }>(
       'select * from weld_private.clear_tenant($1, $2)',
       [tenant, whole],

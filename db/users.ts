@@ -121,10 +121,18 @@ export async function setPassword(
   password: string,
 ): Promise<void> {
   checkPassword(password);
-  const { rows } = await db.query<{ found: boolean | null }>(
-    'select weld_private.set_user_password($1, $2, $3) as found',
-    [await tenantIdOf(db, slug), userName, await hashPassword(password)],
-  );
+  const tenant = await tenantIdOf(db, slug);
+  const { rows } = await db
+    .query<{ found: boolean | null }>(
+      'select weld_private.set_user_password($1, $2, $3) as found',
+      [tenant, userName, await hashPassword(password)],
+    )
+    .catch((error: unknown) => {
+      // An OAuth2 client's user: it signs in with its secret only.
+      if ((error as { code?: string }).code === 'WD003')
+        throw new UserError((error as Error).message);
+      throw error;
+    });
   if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
 }
 

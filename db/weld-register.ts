@@ -19,8 +19,8 @@ import {
   CsvParser,
   CsvSyntaxError,
   detectDelimiter,
-  firstNonUtf8,
   lineBreaks,
+  nonUtf8Line,
   type CsvRecord,
 } from './csv.ts';
 import { withContext, withQueryTimeout, type SessionContext } from './database.ts';
@@ -300,8 +300,7 @@ async function readRows(
   };
 
   // The line a byte that is not UTF-8 is on, as an editor shows it: the line breaks of the pieces
-  // before, and of this piece (with the last bytes of the one before, where a sequence may begin)
-  // up to that byte.
+  // before, and of this piece up to that byte (csv.ts, nonUtf8Line).
   let linesBefore = 0;
   let previous: Uint8Array = new Uint8Array(0);
   const decode = (chunk?: Uint8Array) => {
@@ -309,13 +308,7 @@ async function readRows(
       return chunk ? decoder.decode(chunk, { stream: true }) : decoder.decode();
     } catch (error) {
       if ((error as { code?: string }).code !== 'ERR_ENCODING_INVALID_ENCODED_DATA') throw error;
-      let line = 1 + linesBefore;
-      if (chunk) {
-        const carried = previous.subarray(Math.max(0, previous.length - 3));
-        const joined = Buffer.concat([carried, chunk]);
-        const at = firstNonUtf8(joined);
-        line += lineBreaks(joined, at < 0 ? joined.length : at) - lineBreaks(carried);
-      }
+      const line = chunk ? nonUtf8Line(previous, chunk, linesBefore) : 1 + linesBefore;
       throw new Refused([
         {
           line,

@@ -37,6 +37,9 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json'):
           '*.authorization',
           '*.cookie',
           '*.connectionString',
+          '*.secret',
+          '*.clientSecret',
+          '*.client_secret',
         ],
         censor: '[redacted]',
       },
@@ -83,9 +86,10 @@ export function requestLogging(logger: Logger): RequestHandler {
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           tenant: req.tenant?.slug,
-          // Who asked, as the token said (an id and a role, never the token), and what refused
-          // a 4xx: an operator reading the log finds which caller keeps failing, and why.
+          // Who asked, as the token said (a user id, an OAuth2 client's id, a role; never the
+          // token), and what refused a 4xx: an operator finds which caller keeps failing, and why.
           user: req.identity?.userId,
+          client: req.identity?.clientId,
           role: req.identity?.role,
           problem: res.statusCode >= 400 && res.statusCode < 500 ? problemTypeOf(res) : undefined,
           aborted: !res.writableFinished || undefined,

@@ -160,13 +160,15 @@ test('removing or resetting needs the root connection: the owner alone is refuse
     t.is(run.code, 1, run.output);
     t.regex(run.stderr, /needs a superuser .*run this with DATABASE_URL/);
   }
-  // Nor does the owner get past the rules by calling the function itself.
+  // Nor does the owner get past the rules by calling the function itself, or by switching
+  // triggers off first.
   await t.throwsAsync(
     owner.query('select * from weld_private.clear_tenant($1, true)', [ids.alpha]),
-    {
-      message: /permission denied to set parameter "session_replication_role"/,
-    },
+    { message: /runs with session_replication_role = replica/ },
   );
+  await t.throwsAsync(owner.query('set session_replication_role = replica'), {
+    message: /permission denied to set parameter "session_replication_role"/,
+  });
   t.deepEqual(await rowsOf(owner, ids.alpha), before);
 });
 
@@ -270,4 +272,47 @@ test('seed --append adds a project beside the data with no key or id in common; 
     [ids.alpha],
   );
   t.is(next.rows[0].n, 1);
+});
+
+test('a removal waits for writes of the tenant in flight, and leaves none of them behind', async (t) => {
+  const { owner, ids, rootUrl, target } = await setup(t);
+  // A transaction of alpha's, open while the removal starts: it wrote an ISO and has not committed.
+  const writer = await connectClient(target.ownerUrl);
+  t.teardown(() => writer.end());
+  await writer.query('begin');
+  await writer.query(
+    `insert into weld_public.isos (tenant_id, iso_number, line_number) values ($1, 'LATE-1', 'L-LATE')`,
+    [ids.alpha],
+  );
+  const removal = runCli(['tenant', 'remove', 'alpha', '--yes'], { DATABASE_URL: rootUrl });
+  await new Promise((resolve) => setTimeout(resolve, 1500)); // the removal waits on the tenant
+  await writer.query('commit');
+  const done = await removal;
+  t.is(done.code, 0, done.output);
+  t.deepEqual(await rowsOf(owner, ids.alpha), {}, 'the late ISO went with the rest');
+  // A write after the removal finds no tenant.
+  await t.throwsAsync(
+    writer.query(
+      `insert into weld_public.isos (tenant_id, iso_number, line_number) values ($1, 'LATE-2', 'L')`,
+      [ids.alpha],
+    ),
+    { code: '23503' },
+  );
+});
+
+test('a reset keeps the OAuth2 clients (and their users), a removal takes them', async (t) => {
+  const { owner, cli, ids } = await setup(t);
+  await cli(['client', 'add', 'alpha', 'ERP', '--scope', 'welds:read']);
+  await cli(['tenant', 'reset', 'alpha', '--yes']);
+  const clients = await owner.query(
+    `select u.active from weld_private.oauth_clients c join weld_public.users u on u.id = c.user_id
+      where c.tenant_id = $1`,
+    [ids.alpha],
+  );
+  t.deepEqual(clients.rows, [{ active: true }]);
+  await cli(['tenant', 'remove', 'alpha', '--yes']);
+  t.is(
+    (await owner.query('select count(*)::int as n from weld_private.oauth_clients')).rows[0].n,
+    0,
+  );
 });

@@ -9,6 +9,8 @@ import {
   detectDelimiter,
   firstNonUtf8,
   lineBreaks,
+  nonUtf8Line,
+  unfinishedTail,
 } from '../../db/csv.ts';
 
 function parse(text: string, delimiter: ',' | ';' = ',', pieces: number[] = []) {
@@ -104,4 +106,18 @@ test('where bytes stop being UTF-8 (RFC 3629), and the line breaks before them',
   );
   t.is(lineBreaks(bytes('a\r\nb\nc\rd')), 3, 'CRLF, LF and a lone CR each end one line');
   t.is(lineBreaks(bytes('a\nb\nc'), 3), 1, 'up to an offset');
+});
+
+test('the line of a byte that is not UTF-8, across pieces: a character cut between two is no error and no line', (t) => {
+  const euro = Buffer.from('€'); // e2 82 ac
+  const previous = Buffer.from('header\nA1,€\n'); // two line breaks, ends complete
+  const chunk = Buffer.concat([Buffer.from('x\ny\nz\n'), Buffer.from([0xe9])]);
+  t.is(nonUtf8Line(previous, chunk, lineBreaks(previous)), 6);
+  t.is(unfinishedTail(previous).length, 0, 'a finished piece carries nothing over');
+  // A euro sign cut after its first two bytes: they go with the next piece.
+  const cut = Buffer.concat([Buffer.from('h\n'), euro.subarray(0, 2)]);
+  t.deepEqual([...unfinishedTail(cut)], [0xe2, 0x82]);
+  const rest = Buffer.concat([euro.subarray(2), Buffer.from('\n'), Buffer.from([0xff])]);
+  t.is(nonUtf8Line(cut, rest, lineBreaks(cut)), 3);
+  t.is(unfinishedTail(Buffer.from('ab')).length, 0);
 });

@@ -266,6 +266,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     // OAuth2 scopes (000045): the policies' and the rules' check, and the reporting views'.
     'weld_hidden.require_scope(allowed text[])': roles('weld_anonymous weld_reporting', rules),
     'weld_hidden.scoped_tenant_id(allowed text[])': requests,
+    'weld_hidden.unscoped_tenant_id()': roles('weld_anonymous', owner),
     'weld_hidden.login_begin(user_name citext, address text)': server(rules),
     'weld_hidden.login_succeed(user_id uuid, address text, session_id uuid, refresh_hash bytea, refresh_ttl interval)':
       server(rules),
@@ -355,6 +356,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.oauth_scopes_role(scopes text[])': rules,
     'weld_private.require_person()': rules,
     'weld_private.throttle_attempt(tenant uuid, address text, account_key text)': rules,
+    'weld_private.tg_users__client_role()': owner,
     'weld_private.examination_created_in_this_transaction(subject text, tenant uuid, record_id uuid)':
       rules,
     'weld_private.first_unknown_weld(weld_ids jsonb)': rules,

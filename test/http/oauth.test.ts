@@ -363,3 +363,99 @@ test('from the attacker side: only admins manage clients, never a client, never 
     ['/name', '/scopes/0'],
   );
 });
+
+test('from the attacker side: a client may not change users, act beyond its role, or get events through a webhook', async (t) => {
+  const w = await world(t);
+  const client = await registered(w, ['webhooks:write', 'welds:read']);
+  const token = ok(
+    await form(w, '/oauth/token', {
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }),
+  ).access_token as string;
+  const self = bearer(w, token);
+  // Acting as an admin (its scopes need it), it may still not make a person an admin.
+  const viewer = ok(
+    await w.gql(
+      'admin',
+      `{ allUsers(first: 1, condition: { userName: "viewer" }) { nodes { id } } }`,
+    ),
+  ).data.allUsers.nodes[0];
+  t.truthy(viewer, 'the viewer exists');
+  const promote = `mutation { updateUser(input: { id: "${viewer?.id}", userPatch: { role: admin } }) { user { role } } }`;
+  const refused = await self.post('/graphql', { query: promote });
+  t.is(refused.json.errors?.[0]?.extensions?.code, '/problems/role-not-allowed', refused.text);
+  const create = `mutation { createUser(input: { user: { userName: "mole", displayName: "Mole", role: admin } }) { user { id } } }`;
+  t.is(
+    (await self.post('/graphql', { query: create })).json.errors?.[0]?.extensions?.code,
+    '/problems/role-not-allowed',
+  );
+  // A person admin can, as before.
+  t.is(ok(await w.gql('admin', promote)).data.updateUser.user.role, 'admin');
+
+  // An endpoint receives the events it names: registering one needs events:read as well.
+  const hook = { url: 'https://hooks.example.com/weld', eventTypes: ['weld.status_changed'] };
+  const noEvents = await self.post('/webhooks', hook);
+  t.is(noEvents.status, 403, noEvents.text);
+  t.is(noEvents.json.scope, 'events:read');
+  const both = await registered(w, ['webhooks:write', 'events:read'], 'Hooks');
+  const hooks = bearer(
+    w,
+    ok(
+      await form(w, '/oauth/token', {
+        grant_type: 'client_credentials',
+        client_id: both.clientId,
+        client_secret: both.clientSecret,
+      }),
+    ).access_token,
+  );
+  t.is((await hooks.post('/webhooks', hook)).status, 201);
+
+  // A client's role follows its scopes: no path changes it, and it gets no password.
+  const clientUser = ok(
+    await w.gql(
+      'admin',
+      `{ allUsers(first: 1, condition: { userName: "${client.clientId}" }) { nodes { id } } }`,
+    ),
+  ).data.allUsers.nodes[0];
+  const demote = `mutation { updateUser(input: { id: "${clientUser.id}", userPatch: { role: viewer } }) { user { role } } }`;
+  t.is(
+    (await w.gql('admin', demote)).json.errors?.[0]?.extensions?.code,
+    '/problems/role-not-allowed',
+  );
+  await t.throwsAsync(
+    w.owner.query(
+      `select weld_private.set_user_password(u.tenant_id, u.user_name, 'x') from weld_public.users u where u.user_name = $1`,
+      [client.clientId],
+    ),
+    { message: /is an OAuth2 client: it has a secret, not a password/ },
+  );
+});
+
+test("wrong secrets are counted per client and address: another address's integration is not locked out", async (t) => {
+  const w = await world(t);
+  const client = await registered(w, ['welds:read']);
+  const begin = async (address: string) => {
+    await w.owner.query('begin');
+    try {
+      await w.owner.query("select set_config('jwt.claims.tenant_id', $1, true)", [w.tenantA]);
+      const { rows } = await w.owner.query<{ retry_after: number | null }>(
+        'select retry_after from weld_hidden.oauth_token_begin($1, $2)',
+        [client.clientId, address],
+      );
+      await w.owner.query('commit');
+      return rows[0]?.retry_after ?? null;
+    } catch (error) {
+      await w.owner.query('rollback');
+      throw error;
+    }
+  };
+  const attacker = [];
+  for (let i = 0; i < 8; i++) attacker.push(await begin('203.0.113.9'));
+  t.true(
+    attacker.some((r) => r !== null),
+    'the guessing address is throttled',
+  );
+  t.is(await begin('198.51.100.7'), null, "the integration's address is not");
+});

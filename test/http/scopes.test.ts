@@ -185,6 +185,13 @@ test('GraphQL holds a client to its scopes as REST does', async (t) => {
     'mutation { createIso(input: { iso: { isoNumber: "G-1", lineNumber: "L-G" } }) { iso { isoNumber } } }';
   const reports = '{ allWeldReportsWeldProgresses(first: 5) { nodes { isoNumber } } }';
 
+  // Every scope over a GraphQL read of the data: allowed exactly for the scopes that read it.
+  const reads = CALLS.find((c) => c.name === 'GET /welds')!.allowed;
+  for (const scope of OAUTH_SCOPES) {
+    const res = await gql(scope, read);
+    if (reads.includes(scope)) t.is(res.json.data?.allWelds?.nodes.length, 1, scope);
+    else t.is(res.json.errors?.[0]?.extensions.code, '/problems/insufficient-scope', scope);
+  }
   const allowed = await gql('welds:read', read);
   t.deepEqual(allowed.json.data.allWelds.nodes, [{ weldNumber: 'W-1' }]);
   const refused = await gql('events:read', read);
