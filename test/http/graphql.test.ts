@@ -649,12 +649,39 @@ test('an unexpected error: the client gets a masked message with an id, the log 
   });
   t.is(refused.status, 422);
 
+  // An OAuth2 client's request: its line names the client as well.
+  const admin = (await login(server.port, 'logs.test', 'admin')).json.accessToken as string;
+  const registered = await request(server.port, {
+    method: 'POST',
+    path: '/oauth-clients',
+    host: 'logs.test',
+    body: { name: 'Log reader', scopes: ['welds:read'] },
+    headers: { authorization: `Bearer ${admin}` },
+  });
+  t.is(registered.status, 201);
+  const { clientId, clientSecret } = registered.json as { clientId: string; clientSecret: string };
+  const issued = await request(server.port, {
+    method: 'POST',
+    path: '/oauth/token',
+    host: 'logs.test',
+    body: `grant_type=client_credentials&client_id=${clientId}&client_secret=${clientSecret}`,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  t.is(issued.status, 200, issued.text);
+  const clientCall = await request(server.port, {
+    path: '/isos',
+    host: 'logs.test',
+    headers: { authorization: `Bearer ${issued.json.access_token}` },
+  });
+  t.is(clientCall.status, 200);
+
   // The requests' log lines come when the responses have closed; wait for them.
   const deadline = Date.now() + 5000;
   while (
     !(
       /"msg":"request"[^\n]*"path":"\/graphql"/.test(server.output()) &&
-      /"msg":"request"[^\n]*"path":"\/welds"/.test(server.output())
+      /"msg":"request"[^\n]*"path":"\/welds"/.test(server.output()) &&
+      /"msg":"request"[^\n]*"path":"\/isos"/.test(server.output())
     ) &&
     Date.now() < deadline
   ) {
@@ -698,6 +725,11 @@ test('an unexpected error: the client gets a masked message with an id, the log 
     problem: '/problems/validation-failed',
   });
   t.false(server.output().includes(viewer), 'no token in the log');
+  const clientLine = entries.find((e) => e.msg === 'request' && e.path === '/isos');
+  t.like(clientLine, { status: 200, client: clientId, role: 'viewer' });
+  for (const secret of [clientSecret, issued.json.access_token as string]) {
+    t.false(server.output().includes(secret), "no client secret or client's token in the log");
+  }
   // Variables never reach the log; the document only at debug level.
   t.false(server.output().includes(secret), 'no variable value in the log');
   t.false(server.output().includes('Marker_7d2a'), 'no document at info level');
