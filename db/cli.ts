@@ -63,6 +63,7 @@ import {
   setPassword,
   setUserRole,
   UserError,
+  userState,
 } from './users.ts';
 import { OAUTH_SCOPES, USER_ROLES, type OauthScope, type UserRole } from './vocabulary.ts';
 import { loadWebhookSecretKeys, reencryptSecrets, SecretUnreadable } from './webhook-secrets.ts';
@@ -488,6 +489,10 @@ const commands: Record<string, Command<unknown>> = {
     usage: 'user enable <tenant-slug> <userName>',
     parse: (args) => argv(args, ['tenant-slug', 'userName'], {}).positionals,
     run: async (db, [tenant, userName]) => {
+      if ((await userState(db, tenant!, userName!))?.active) {
+        console.log(`${userName} of ${tenant} is already enabled; nothing changed`);
+        return;
+      }
       await enableUser(db, tenant!, userName!);
       console.log(
         `enabled user ${userName} of ${tenant}; it signs in again (the webhooks it registered stay ` +
@@ -507,6 +512,10 @@ const commands: Record<string, Command<unknown>> = {
       return { tenant, userName, role: role as UserRole };
     },
     run: async (db, { tenant, userName, role }) => {
+      if ((await userState(db, tenant, userName))?.role === role) {
+        console.log(`${userName} of ${tenant} is already ${role}; nothing changed`);
+        return;
+      }
       await setUserRole(db, tenant, userName, role);
       console.log(
         `${userName} of ${tenant} is now ${role}; its sessions have ended (its tokens carried the ` +
@@ -597,7 +606,7 @@ const commands: Record<string, Command<unknown>> = {
       );
       console.log(`client_secret ${clientSecret}`);
       console.error(
-        `weld-admin: rotated ${clientId}; the old secret works ${overlapHours} more hour(s). The new one is shown this once`,
+        `weld-admin: rotated ${clientId}; ${overlapHours ? `the old secret works ${overlapHours} more hour(s)` : 'the old secret no longer works'}. The new one is shown this once`,
       );
     },
   }),

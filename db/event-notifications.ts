@@ -27,7 +27,7 @@ const CHANNEL = 'weld_events';
  * dropped. The sender's user is read through `senders` (the service's pool: the listening session
  * may be busy with the relay) once per process id and kept a few seconds (a process id is reused
  * only after its session ends); without `senders`, every notification is taken. `unchecked` runs
- * when the sender could not be read.
+ * when the sender could not be read, `gone` when its session had already ended.
  */
 export function onServiceNotification(
   client: pg.Client,
@@ -35,31 +35,40 @@ export function onServiceNotification(
   senders: pg.Pool | undefined,
   handle: (payload: string) => void,
   unchecked: () => void,
+  /**
+   * A sender whose session had ended by the time it was looked up (a short-lived process, such
+   * as weld-admin): its payload cannot be trusted, but the caller may read the truth instead.
+   */
+  gone: () => void = () => {},
 ): void {
   client.on('notification', (message) => {
     if (message.channel !== channel || !message.payload) return;
     const payload = message.payload;
-    (senders ? fromReportingLogin(senders, message.processId) : Promise.resolve(false)).then(
-      (reporting) => !reporting && handle(payload),
+    (senders ? senderOf(senders, message.processId) : Promise.resolve('service' as const)).then(
+      (sender) => (sender === 'service' ? handle(payload) : sender === 'gone' && gone()),
       unchecked,
     );
   });
 }
 
-async function fromReportingLogin(pool: pg.Pool, processId: number): Promise<boolean> {
+type Sender = 'service' | 'reporting' | 'gone';
+
+async function senderOf(pool: pg.Pool, processId: number): Promise<Sender> {
   const known = senders.get(processId);
-  if (known && Date.now() - known.at < SENDER_TTL_MS) return known.reporting;
-  const { rows } = await pool.query<{ reporting: boolean }>(
-    `select coalesce((select starts_with(usename, 'weld_bi_') from pg_stat_activity
-                       where pid = $1), true) as reporting`,
+  if (known && Date.now() - known.at < SENDER_TTL_MS) return known.sender;
+  const { rows } = await pool.query<{ reporting: boolean | null }>(
+    `select (select starts_with(usename, 'weld_bi_') from pg_stat_activity where pid = $1)
+              as reporting`,
     [processId],
   );
   const reporting = rows[0]!.reporting;
+  const sender: Sender = reporting === null ? 'gone' : reporting ? 'reporting' : 'service';
   if (senders.size > 10_000) senders.clear();
-  senders.set(processId, { reporting, at: Date.now() });
-  return reporting;
+  // (A session that has gone is not remembered: its process id may come back as another's.)
+  if (sender !== 'gone') senders.set(processId, { sender, at: Date.now() });
+  return sender;
 }
-const senders = new Map<number, { reporting: boolean; at: number }>();
+const senders = new Map<number, { sender: Sender; at: number }>();
 const SENDER_TTL_MS = 10_000;
 const RECONNECT_MS = { first: 500, max: 30_000 };
 /** A woken reader reads this long after the first commit it is told of, with what came since. */

@@ -201,10 +201,9 @@ export async function clearTenant(
   const tenant = await tenantIdOf(root, slug);
   await root.query('begin');
   try {
-    // Triggers off for this transaction (a superuser's right), then the owner's own rights for
-    // the rest: the superuser runs nothing the owner could have rewritten.
+    // Triggers off for this transaction (a superuser's right); the function runs as its owner.
     await root.query('set local session_replication_role = replica');
-    await root.query('set local role weld_owner');
+
     const { rows } = await root.query<{ table_name: string; deleted: string }>(
       'select * from weld_private.clear_tenant($1, $2)',
       [tenant, whole],

@@ -92,6 +92,19 @@ export async function disableUser(
   if (!rows[0]?.found) throw new UserError(`no user '${userName}' in tenant '${slug}'`);
 }
 
+/** A user's role and whether it is active, to say what a change did (undefined: no such user). */
+export async function userState(
+  db: pg.ClientBase,
+  slug: string,
+  userName: string,
+): Promise<{ role: UserRole; active: boolean } | undefined> {
+  const { rows } = await db.query<{ role: UserRole; active: boolean }>(
+    'select role, active from weld_public.users where tenant_id = $1 and user_name = $2',
+    [await tenantIdOf(db, slug), userName],
+  );
+  return rows[0];
+}
+
 export async function enableUser(db: pg.ClientBase, slug: string, userName: string): Promise<void> {
   const { rows } = await db.query<{ found: boolean }>(
     'select weld_private.enable_user($1, $2) as found',

@@ -117,6 +117,12 @@ const WRITE_SCOPE: Record<string, string> = {
 };
 export function scopesOf(method: string, template: string): string[][] | undefined {
   const area = template.split('/')[1]!;
+  // An endpoint receives events: registering, re-pointing or resuming one needs events:read too.
+  if (area === 'webhooks' && (method === 'post' || method === 'patch')) {
+    return template.endsWith('/test') ? [['webhooks:write']] : [['webhooks:write', 'events:read']];
+  }
+  // A file's rows are written as the client: a real import needs the scope of what it writes.
+  if (area === 'imports' && method === 'post') return [['imports:write', 'welds:write']];
   const only = { events: 'events:read', webhooks: 'webhooks:write', reports: 'reports:read' };
   if (area in only) return [[only[area as keyof typeof only]]];
   if (area === 'auth' || area === 'graphql') return [[]]; // any token; GraphQL asks per field

@@ -222,6 +222,15 @@ test('user enable and user role: the rules end sessions as for any path; refusal
     'viewer',
   );
 
+  // What did not change is said so.
+  t.regex(
+    (await cli(['user', 'enable', 'alpha', 'viewer-alpha'])).stdout,
+    /already enabled; nothing changed/,
+  );
+  t.regex(
+    (await cli(['user', 'role', 'alpha', 'admin-alpha', 'viewer'])).stdout,
+    /already viewer; nothing changed/,
+  );
   t.regex(
     (await cli(['user', 'enable', 'alpha', 'nobody'], undefined, 1)).stderr,
     /no user 'nobody'/,

@@ -356,6 +356,15 @@ test('from the attacker side: only admins manage clients, never a client, never 
   );
   t.is(atB.status, 401);
   t.is((await bearer(w, token, B).get('/isos')).status, 401, "A's token at B");
+  // webhooks:write makes an admin: it goes with read scopes only.
+  const mixed = ok(
+    await w.a.admin.post('/oauth-clients', {
+      name: 'x',
+      scopes: ['webhooks:write', 'welds:write'],
+    }),
+    422,
+  );
+  t.regex(mixed.detail, /webhooks:write goes with read scopes only/);
   // Bad registrations are named in plain words.
   const bad = ok(await w.a.admin.post('/oauth-clients', { name: '', scopes: ['root'] }), 422);
   t.deepEqual(

@@ -78,3 +78,43 @@ test("a reporting login's NOTIFY of a session revocation is dropped; the service
   t.is(status, 401, 'a revocation the service made is honoured');
   t.is(await me(victim), 200);
 });
+
+test('a revocation sent by a session that has already ended (weld-admin) is checked with the database at once, not dropped', async (t) => {
+  const { target } = await migratedDatabase(t);
+  const owner = await ownerClient(target);
+  t.teardown(() => owner.end());
+  const tenant = await addTenant(owner, { slug: 'cli', origins: ['http://cli.test'] });
+  await addRoleUsers(owner, 'cli');
+  const { port } = await startServer(t, target);
+  const isos = async (token: string) =>
+    (
+      await request(port, {
+        path: '/isos',
+        host: 'cli.test',
+        headers: { authorization: `Bearer ${token}` },
+      })
+    ).status;
+  const token = (await login(port, 'cli.test', 'viewer')).json.accessToken as string;
+  const kept = (await login(port, 'cli.test', 'inspector')).json.accessToken as string;
+  t.is(await isos(token), 200);
+
+  // As weld-admin does: a connection of its own, which ends the moment its work is done. Its
+  // process id is gone when the service asks who sent the notification.
+  const brief = await connectClient(target.ownerUrl);
+  await brief.query(
+    `update weld_public.users set active = false where tenant_id = $1 and user_name = 'viewer'`,
+    [tenant.id],
+  );
+  // A forged revocation from a session that ends as quickly changes nothing: the database says no.
+  await brief.query(`select pg_notify('weld_session_revoked', $1)`, [
+    JSON.stringify({ tenantId: tenant.id, sessionId: '00000000-0000-4000-8000-000000000001' }),
+  ]);
+  await brief.end();
+  let status = 0;
+  const started = Date.now();
+  while (Date.now() - started < 5000 && (status = await isos(token)) !== 401) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.is(status, 401, `refused ${Date.now() - started} ms after, well before the minute's reload`);
+  t.is(await isos(kept), 200, 'the other session lives');
+});

@@ -106,6 +106,9 @@ export class SessionRevocations {
         }
       },
       () => {}, // (the session broke: the reload after reconnecting reads what was missed)
+      // A revocation from a session already gone (weld-admin user disable, client remove, user
+      // role: short-lived processes): its word is not taken, the database's is, at once.
+      () => void this.#reload(client).catch(() => {}),
     );
     try {
       await client.connect();
