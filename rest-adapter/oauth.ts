@@ -259,6 +259,51 @@ export function oauthRoutes(deps: OauthDeps): Route[] {
   const asServer = <R extends pg.QueryResultRow>(req: Request, sql: string, params: unknown[]) =>
     asAuthenticator(pool, req.tenant!.id, (db) => db.query<R>(sql, params)).then((r) => r.rows);
 
+  /**
+   * The client a token or revocation request authenticates as, by its id and secret: counted
+   * against its address and id first (throttled: 429), then the secret compared with the current
+   * one and the previous one in its overlap. Unknown client, wrong secret, removed or deactivated:
+   * the same work, the same 401.
+   */
+  async function authenticateClient(req: Request, form: Map<string, string>) {
+    const { id, secret, challenge } = clientCredentials(req, form);
+    const address = throttledAddress(req.ip);
+    const [begin] = await asServer<{
+      retry_after: number | null;
+      user_id: string | null;
+      active: boolean | null;
+      role: UserRole | null;
+      scopes: OauthScope[] | null;
+      secret_hash: Buffer | null;
+      previous_secret_hash: Buffer | null;
+    }>(req, 'select * from weld_hidden.oauth_token_begin($1, $2)', [id, address]);
+    if (begin?.retry_after) {
+      throw new OauthError(
+        429,
+        'invalid_client',
+        `Too many failed attempts; try again in ${begin.retry_after} s.`,
+        { 'Retry-After': String(begin.retry_after) },
+      );
+    }
+    const matched = secretMatches(secret, [
+      begin?.secret_hash ?? null,
+      begin?.previous_secret_hash ?? null,
+    ]);
+    if (!matched || !begin?.active || !begin.user_id || !begin.role || !begin.scopes) {
+      throw new OauthError(
+        401,
+        'invalid_client',
+        'The client id or secret is wrong, or the client is not active.',
+        challenge,
+      );
+    }
+    return {
+      id,
+      address,
+      client: { user_id: begin.user_id, role: begin.role, scopes: begin.scopes },
+    };
+  }
+
   /** Runs an OAuth endpoint: its own errors as RFC 6749 JSON, anything else as usual. */
   const oauthHandler =
     (work: (req: Request, res: Response) => Promise<void>) =>
@@ -365,42 +410,9 @@ export function oauthRoutes(deps: OauthDeps): Route[] {
             `scope must be space-separated names of ${OAUTH_SCOPES.join(', ')}.`,
           );
         }
-        const { id, secret, challenge } = clientCredentials(req, form);
-        const address = throttledAddress(req.ip);
-        const [begin] = await asServer<{
-          retry_after: number | null;
-          user_id: string | null;
-          active: boolean | null;
-          role: UserRole | null;
-          scopes: OauthScope[] | null;
-          secret_hash: Buffer | null;
-          previous_secret_hash: Buffer | null;
-        }>(req, 'select * from weld_hidden.oauth_token_begin($1, $2)', [id, address]);
-        if (begin?.retry_after) {
-          throw new OauthError(
-            429,
-            'invalid_client',
-            `Too many failed attempts; try again in ${begin.retry_after} s.`,
-            {
-              'Retry-After': String(begin.retry_after),
-            },
-          );
-        }
-        // Unknown client, wrong secret, removed or deactivated: the same work, the same answer.
-        const matched = secretMatches(secret, [
-          begin?.secret_hash ?? null,
-          begin?.previous_secret_hash ?? null,
-        ]);
-        if (!matched || !begin?.active || !begin.user_id || !begin.role || !begin.scopes) {
-          throw new OauthError(
-            401,
-            'invalid_client',
-            'The client id or secret is wrong, or the client is not active.',
-            challenge,
-          );
-        }
-        const granted = asked ? [...new Set(asked)] : begin.scopes;
-        const beyond = granted.filter((s) => !begin.scopes!.includes(s as OauthScope));
+        const { id, address, client } = await authenticateClient(req, form);
+        const granted = asked ? [...new Set(asked)] : client.scopes;
+        const beyond = granted.filter((s) => !client.scopes.includes(s as OauthScope));
         if (beyond.length > 0) {
           throw new OauthError(
             400,
@@ -419,9 +431,9 @@ export function oauthRoutes(deps: OauthDeps): Route[] {
           ring,
           req.tenantOrigin!,
           {
-            userId: begin.user_id,
+            userId: client.user_id,
             tenantId: req.tenant!.id,
-            role: begin.role,
+            role: client.role,
             sessionId,
             clientId: id,
             scope,
@@ -478,38 +490,7 @@ export function oauthRoutes(deps: OauthDeps): Route[] {
         const form = await readForm(req);
         const token = form.get('token');
         if (!token) throw new OauthError(400, 'invalid_request', 'token is missing.');
-        const { id, secret, challenge } = clientCredentials(req, form);
-        const address = throttledAddress(req.ip);
-        const [begin] = await asServer<{
-          retry_after: number | null;
-          active: boolean | null;
-          secret_hash: Buffer | null;
-          previous_secret_hash: Buffer | null;
-        }>(req, 'select * from weld_hidden.oauth_token_begin($1, $2)', [id, address]);
-        if (begin?.retry_after) {
-          throw new OauthError(
-            429,
-            'invalid_client',
-            `Too many failed attempts; try again in ${begin.retry_after} s.`,
-            {
-              'Retry-After': String(begin.retry_after),
-            },
-          );
-        }
-        if (
-          !secretMatches(secret, [
-            begin?.secret_hash ?? null,
-            begin?.previous_secret_hash ?? null,
-          ]) ||
-          !begin?.active
-        ) {
-          throw new OauthError(
-            401,
-            'invalid_client',
-            'The client id or secret is wrong, or the client is not active.',
-            challenge,
-          );
-        }
+        const { id, address } = await authenticateClient(req, form);
         // Authenticated: the attempt is taken back (no session: a revocation gets no token).
         await asServer(req, 'select weld_hidden.oauth_token_issued($1, $2, null)', [id, address]);
         try {
