@@ -289,8 +289,6 @@ const RULE_HOOKS: Partial<
     }
   >
 > = {
-  // A role's refusal in the rules' own words, as a sentence.
-  WD003: { detail: (e) => `${e.message.charAt(0).toUpperCase()}${e.message.slice(1)}.` },
   // An OAuth2 client without the scope: RFC 6750 section 3.1's challenge names the scope needed.
   WD015: {
     detail: (e) => `${e.message.charAt(0).toUpperCase()}${e.message.slice(1)}.`,
