@@ -29,6 +29,7 @@ import {
   asAuthenticator,
   connectClient,
   createPool,
+  onClientInTransaction,
   redactUrl,
   withContext,
   type DatabaseTarget,
@@ -763,14 +764,12 @@ class CitusPlanRefused extends Error {}
  */
 async function inTenant<T>(db: pg.Client, slug: string, work: (db: pg.Client) => Promise<T>) {
   const tenant = await tenantIdOf(db, slug);
-  await db.query('begin');
   try {
-    await db.query("select set_config('jwt.claims.tenant_id', $1, true)", [tenant]);
-    const result = await work(db);
-    await db.query('commit');
-    return result;
+    return await onClientInTransaction(db, async () => {
+      await db.query("select set_config('jwt.claims.tenant_id', $1, true)", [tenant]);
+      return work(db);
+    });
   } catch (error) {
-    await db.query('rollback');
     const code = (error as { code?: string }).code;
     if (code === 'WD001') throw new UserError(`no OAuth2 client of that id in tenant '${slug}'`);
     if (code === 'WD007' || code === '23514') throw new UserError((error as Error).message);

@@ -378,6 +378,25 @@ export function asAuthenticator<T>(
 }
 
 /**
+ * Runs `work` in one transaction on a client the caller holds (weld-admin's connections): commit
+ * on success, rollback on any error, which is thrown on.
+ */
+export async function onClientInTransaction<T>(
+  db: pg.ClientBase,
+  work: () => Promise<T>,
+): Promise<T> {
+  await db.query('begin');
+  try {
+    const result = await work();
+    await db.query('commit');
+    return result;
+  } catch (error) {
+    await db.query('rollback');
+    throw error;
+  }
+}
+
+/**
  * `work` in one transaction begun by `begin` (e.g. 'begin isolation level repeatable read'):
  * committed when it resolves, rolled back when it throws; a connection whose server stopped
  * answering is dropped, not returned to the pool.

@@ -4,7 +4,8 @@
 // owner, with the tenant set). A secret is shown once, when it is made; only its SHA-256 is kept.
 import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { OAUTH_SCOPES, type OauthScope, type UserRole } from './vocabulary.ts';
+import { z } from 'zod';
+import { OAUTH_SCOPES, USER_ROLES, type OauthScope } from './vocabulary.ts';
 
 /** A client id: "wdc_" and 128 random bits (base64url); also the user name of the client's user. */
 export const newClientId = () => `wdc_${randomBytes(16).toString('base64url')}`;
@@ -17,19 +18,27 @@ export const CLIENT_ID = /^wdc_[A-Za-z0-9_-]{22}$/;
 /** The longest rotation overlap: a week to change an integration over. */
 export const MAX_OVERLAP_HOURS = 7 * 24;
 
-export interface OauthClient {
-  clientId: string;
-  name: string;
-  scopes: OauthScope[];
-  /** The role the client acts as: the least its scopes need. */
-  role: UserRole;
-  active: boolean;
-  createdAt: string;
-  rotatedAt: string | null;
-  /** Until when the secret before the last rotation still works; null when it no longer does. */
-  previousSecretUntil: string | null;
-  lastUsedAt: string | null;
-}
+/** A client as the API and weld-admin show it: never its secret. */
+export const OauthClientJson = z
+  .object({
+    clientId: z.string().describe('the client id, "wdc_" and 22 characters'),
+    name: z.string(),
+    scopes: z.array(z.enum(OAUTH_SCOPES)),
+    role: z.enum(USER_ROLES).describe('the role the client acts as: the least its scopes need'),
+    active: z.boolean(),
+    createdAt: z.string(),
+    rotatedAt: z.string().nullable(),
+    previousSecretUntil: z
+      .string()
+      .nullable()
+      .describe('until when the secret before the last rotation still works'),
+    lastUsedAt: z.string().nullable().describe('when it last got a token'),
+  })
+  .describe(
+    'An OAuth2 client of the tenant (client credentials). Its secret is never shown again.',
+  );
+
+export type OauthClient = z.infer<typeof OauthClientJson>;
 
 /** Instants as the rest of the API writes them (ISO 8601, UTC, milliseconds). */
 function asClient(row: OauthClient): OauthClient {

@@ -12,6 +12,7 @@
 // never as text a statement log could keep; it is printed once, in the connection string.
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { onClientInTransaction } from './database.ts';
 
 export class ReportingError extends Error {}
 
@@ -42,7 +43,7 @@ export async function addReportingLogin(
 ): Promise<string> {
   const roleName = `weld_bi_${randomBytes(6).toString('hex')}`;
   const password = randomBytes(24).toString('base64url');
-  await inTransaction(root, async () => {
+  await onClientInTransaction(root, async () => {
     const tenant = await tenantId(root, input.tenant);
     const taken = await root.query(
       'select from weld_private.reporting_logins where tenant_id = $1 and name = $2',
@@ -94,7 +95,7 @@ export async function reportingUrl(
   name: string,
 ): Promise<string> {
   const password = randomBytes(24).toString('base64url');
-  const roleName = await inTransaction(root, async () => {
+  const roleName = await onClientInTransaction(root, async () => {
     const role = await roleOf(root, tenant, name);
     await root.query(
       `alter role ${pg.escapeIdentifier(role)} password ${pg.escapeLiteral(scramVerifier(password))}`,
@@ -114,7 +115,7 @@ export async function removeReportingLogin(
   tenant: string,
   name: string,
 ): Promise<void> {
-  const role = await inTransaction(root, async () => {
+  const role = await onClientInTransaction(root, async () => {
     const found = await roleOf(root, tenant, name);
     await root.query('delete from weld_private.reporting_logins where role_name = $1', [found]);
     await root.query(`alter role ${pg.escapeIdentifier(found)} nologin`);
@@ -124,7 +125,7 @@ export async function removeReportingLogin(
     return found;
   });
   await endSessions(root, role);
-  await inTransaction(root, async () => {
+  await onClientInTransaction(root, async () => {
     await root.query(`drop owned by ${pg.escapeIdentifier(role)}`);
     await root.query(`drop role ${pg.escapeIdentifier(role)}`);
   });
@@ -180,18 +181,6 @@ async function roleOf(root: pg.ClientBase, tenant: string, name: string): Promis
   );
   if (!rows[0]) throw new ReportingError(`${tenant} has no reporting login '${name}'`);
   return rows[0].role_name;
-}
-
-async function inTransaction<T>(db: pg.ClientBase, work: () => Promise<T>): Promise<T> {
-  await db.query('begin');
-  try {
-    const result = await work();
-    await db.query('commit');
-    return result;
-  } catch (error) {
-    await db.query('rollback');
-    throw error;
-  }
 }
 
 /** The database the owner URL names, reached as the login (its options, sslmode say, kept). */

@@ -1,6 +1,7 @@
 // Tenants in TypeScript: the origin syntax shared by the CLI and the request router, and the calls
 // to the SQL functions that own the rules (migrations/committed/000001-*.sql).
 import type pg from 'pg';
+import { onClientInTransaction } from './database.ts';
 
 export interface Tenant {
   id: string;
@@ -190,8 +191,8 @@ export interface Cleared {
  * Empties a tenant (weld_private.clear_tenant holds the rule and says what a reset keeps): `whole`
  * removes it and everything it has, otherwise its project data go and its setup stays (origins,
  * users, keys, settings, rules, webhooks, OAuth2 clients). Needs the root connection (triggers are
- * switched off for the transaction, which only a superuser may do). A removal first removes the tenant's reporting
- * logins, which are PostgreSQL roles (the callers drop them: db/reporting.ts).
+ * switched off for the transaction, which only a superuser may do). The tenant's reporting logins
+ * are PostgreSQL roles: the caller drops them first (db/reporting.ts).
  */
 export async function clearTenant(
   root: pg.ClientBase,
@@ -199,21 +200,15 @@ export async function clearTenant(
   whole: boolean,
 ): Promise<Cleared> {
   const tenant = await tenantIdOf(root, slug);
-  await root.query('begin');
-  try {
+  return onClientInTransaction(root, async () => {
     // Triggers off for this transaction (a superuser's right); the function runs as its owner.
     await root.query('set local session_replication_role = replica');
-
     const { rows } = await root.query<{ table_name: string; deleted: string }>(
       'select * from weld_private.clear_tenant($1, $2)',
       [tenant, whole],
     );
-    await root.query('commit');
     return { tables: rows.map((r) => ({ table: r.table_name, deleted: Number(r.deleted) })) };
-  } catch (error) {
-    await root.query('rollback');
-    throw error;
-  }
+  });
 }
 
 /** How much a tenant holds, for the question weld-admin asks before it removes or resets one. */

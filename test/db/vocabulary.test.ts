@@ -10,6 +10,7 @@ import {
   FLUID_SERVICES,
   INSPECTION_KINDS,
   NDT_METHODS,
+  OAUTH_SCOPES,
   CALENDAR,
   QUALIFICATION_JOINTS,
   QUALIFICATION_RANGE_DIMENSIONS,
@@ -61,6 +62,13 @@ test('enums, checked value lists and request roles match the database', async (t
     return [...rows[0]!.def.matchAll(/'([^']+)'::text/g)].map((m) => m[1]);
   };
   t.deepEqual(await checkedValues('weld_public.welds', 'type'), [...WELD_TYPES]);
+  // The OAuth2 scopes a client may be given (000046), the list the token's claim is checked by.
+  const [scopes] = await superuserQuery<{ def: string }>(
+    rootUrl,
+    `select pg_get_constraintdef(oid) as def from pg_constraint
+      where conname = 'oauth_clients_scopes_known'`,
+  );
+  t.deepEqual(/'\{([^}]*)\}'::text\[\]/.exec(scopes!.def)?.[1]?.split(','), [...OAUTH_SCOPES]);
   // The web app keeps its own copy (app/ imports nothing outside itself): the same list.
   const appModel = await readFile(new URL('../../app/src/model.ts', import.meta.url), 'utf8');
   t.deepEqual(
