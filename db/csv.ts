@@ -241,7 +241,9 @@ export function nonUtf8Line(previous: Uint8Array, chunk: Uint8Array, linesBefore
   const carried = unfinishedTail(previous);
   const joined = Buffer.concat([carried, chunk]);
   const at = firstNonUtf8(joined);
-  return 1 + linesBefore + lineBreaks(joined, at < 0 ? joined.length : at);
+  // A CRLF cut between the pieces was counted once already, at its CR.
+  const split = previous.at(-1) === 0x0d && chunk[0] === 0x0a && at !== 0 ? 1 : 0;
+  return 1 + linesBefore + lineBreaks(joined, at < 0 ? joined.length : at) - split;
 }
 
 /** The last bytes of `bytes` that begin a UTF-8 sequence it does not finish (none: empty). */

@@ -120,4 +120,7 @@ test('the line of a byte that is not UTF-8, across pieces: a character cut betwe
   const rest = Buffer.concat([euro.subarray(2), Buffer.from('\n'), Buffer.from([0xff])]);
   t.is(nonUtf8Line(cut, rest, lineBreaks(cut)), 3);
   t.is(unfinishedTail(Buffer.from('ab')).length, 0);
+  // A CRLF cut between two pieces is one line break.
+  const cr = Buffer.from('h\r\na\r');
+  t.is(nonUtf8Line(cr, Buffer.from([0x0a, 0x62, 0xff]), lineBreaks(cr)), 3);
 });

@@ -197,6 +197,20 @@ test('the token endpoint refuses as RFC 6749 says, and throttles wrong secrets',
   );
   t.is(wrong.status, 401);
   t.is(wrong.headers['www-authenticate'], 'Basic realm="weld-data-service"');
+  // The right secret asking beyond the client's scopes is refused, and counts as no failure.
+  for (let i = 0; i < 8; i++) {
+    const beyond = await form(w, '/oauth/token', {
+      ...good,
+      grant_type: 'client_credentials',
+      scope: 'welds:write',
+    });
+    t.is(beyond.status, 400, beyond.text);
+  }
+  t.is(
+    (await form(w, '/oauth/token', { ...good, grant_type: 'client_credentials' })).status,
+    200,
+    'not throttled',
+  );
   // Wrong secrets are throttled per client as logins are: from the 5th failure, 429.
   let throttled: HttpResponse | undefined;
   for (let i = 0; i < 8 && !throttled; i++) {
