@@ -98,6 +98,13 @@ test('a revocation sent by a session that has already ended (weld-admin) is chec
   const kept = (await login(port, 'cli.test', 'inspector')).json.accessToken as string;
   t.is(await isos(token), 200);
 
+  // The listener reads the database once at a time, however many such notices come at once
+  // (pg warns of a query on a busy connection).
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.message);
+  process.on('warning', onWarning);
+  t.teardown(() => void process.off('warning', onWarning));
+
   // As weld-admin does: a connection of its own, which ends the moment its work is done. Its
   // process id is gone when the service asks who sent the notification.
   const brief = await connectClient(target.ownerUrl);
@@ -106,9 +113,16 @@ test('a revocation sent by a session that has already ended (weld-admin) is chec
     [tenant.id],
   );
   // A forged revocation from a session that ends as quickly changes nothing: the database says no.
-  await brief.query(`select pg_notify('weld_session_revoked', $1)`, [
-    JSON.stringify({ tenantId: tenant.id, sessionId: '00000000-0000-4000-8000-000000000001' }),
-  ]);
+  await brief.query('begin'); // (delivered together, at its commit, as the session ends)
+  for (let i = 1; i <= 20; i++) {
+    await brief.query(`select pg_notify('weld_session_revoked', $1)`, [
+      JSON.stringify({
+        tenantId: tenant.id,
+        sessionId: `00000000-0000-4000-8000-0000000000${10 + i}`,
+      }),
+    ]);
+  }
+  await brief.query('commit');
   await brief.end();
   let status = 0;
   const started = Date.now();
@@ -117,4 +131,9 @@ test('a revocation sent by a session that has already ended (weld-admin) is chec
   }
   t.is(status, 401, `refused ${Date.now() - started} ms after, well before the minute's reload`);
   t.is(await isos(kept), 200, 'the other session lives');
+  t.deepEqual(
+    warnings.filter((w) => /already executing a query/.test(w)),
+    [],
+    'no overlapping queries on the listener',
+  );
 });

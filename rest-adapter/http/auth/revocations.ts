@@ -33,6 +33,10 @@ export class SessionRevocations {
   #stopped = false;
   #retryTimer: NodeJS.Timeout | undefined;
   #reloadTimer: NodeJS.Timeout | undefined;
+  #reloading: Promise<void> = Promise.resolve();
+  #queuedReload: Promise<void> | undefined;
+  /** The connection the queued reload is for (after a reconnect, a new one reloads anew). */
+  #queuedFor: pg.Client | undefined;
 
   constructor(
     authenticatorUrl: string,
@@ -129,8 +133,27 @@ export class SessionRevocations {
     this.#reloadTimer.unref();
   }
 
+  /**
+   * One reload at a time on the listening connection (a burst of revocations from vanished
+   * senders, a tenant's removal say, would otherwise overlap queries on it, which pg warns of):
+   * a reload asked for while one runs waits for it, and any asked for meanwhile share that one.
+   */
+  #reload(client: pg.Client): Promise<void> {
+    if (this.#queuedReload && this.#queuedFor === client) return this.#queuedReload;
+    const queued = this.#reloading
+      .catch(() => {})
+      .then(() => {
+        this.#queuedReload = undefined;
+        return this.#reloadNow(client);
+      });
+    this.#queuedReload = queued;
+    this.#queuedFor = client;
+    this.#reloading = queued;
+    return queued;
+  }
+
   /** Remembers every session revoked within the last token lifetime. */
-  async #reload(client: pg.Client): Promise<void> {
+  async #reloadNow(client: pg.Client): Promise<void> {
     const { rows } = await client.query<{ tenant_id: string; session_id: string; at: number }>(
       `select tenant_id, session_id, extract(epoch from revoked_at) * 1000 as at
          from weld_hidden.revoked_sessions(now() - make_interval(secs => $1))`,
