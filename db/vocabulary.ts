@@ -82,6 +82,15 @@ export const INSPECTION_KINDS = ['fit-up', 'visual', 'dimensional', 'final'] as 
 export const TEST_MEDIA = ['hydro', 'pneumatic', 'service'] as const;
 export const TEST_PACKAGE_STATES = ['open', 'released', 'tested', 'closed'] as const;
 
+/** Punch item categories (CHECK on weld_public.punch_items.category): A blocks release, B not. */
+export const PUNCH_CATEGORIES = ['A', 'B'] as const;
+
+/**
+ * What an attachment may be, judged by its bytes (CHECKs on weld_public.attachments and
+ * weld_hidden.attachment_files.content_type).
+ */
+export const ATTACHMENT_TYPES = ['application/pdf', 'image/png', 'image/jpeg', 'text/csv'] as const;
+
 /**
  * Tiers of an examination selection (CHECK on weld_public.examination_selections.tier): the
  * random sample, then the progressive tiers a rejection of the tier before causes (B31.3 341.3.4).
@@ -150,6 +159,7 @@ export const READINESS_CODES = [
   'EXAMINATION_OPEN',
   'PROGRESSIVE_OPEN',
   ...WELD_CHECK_CODES,
+  'PUNCH_A_OPEN',
 ] as const;
 
 /**
@@ -171,6 +181,8 @@ export const EVENT_RESOURCES = [
   'component',
   'filler_lot',
   'weld_filler',
+  'punch_item',
+  'attachment',
 ] as const;
 export const EVENT_TYPES = [
   ...EVENT_RESOURCES.flatMap((kind) => [`${kind}.created`, `${kind}.updated`, `${kind}.deleted`]),

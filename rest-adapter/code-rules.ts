@@ -401,7 +401,7 @@ const ReadinessReason = z.object({
   code: z
     .enum(READINESS_CODES)
     .describe(
-      "NO_WELDS; WELD_NOT_ACCEPTED; EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer selections than required, or a welder of it is not represented); EXAMINATION_OPEN (weldId: an open random or examined selection); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of the package's welds); and each failing weld check of a package weld (REEXAMINATION_OPEN among them)",
+      "NO_WELDS; WELD_NOT_ACCEPTED; EXAMINATION_SHORTFALL (isoId: a lot through the ISO has fewer selections than required, or a welder of it is not represented); EXAMINATION_OPEN (weldId: an open random or examined selection); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of the package's welds); each failing weld check of a package weld (REEXAMINATION_OPEN among them); and PUNCH_A_OPEN (an open category A punch item of the package, GET /punch-items?testPackageId=...)",
     ),
   weldId: z.uuid().optional(),
   isoId: z.uuid().optional(),
@@ -550,7 +550,7 @@ const COMPUTED: Computed[] = [
       '/examination-selections/draw fills it); EXAMINATION_OPEN (weldId: an open random or examined selection of a ' +
       'package weld); PROGRESSIVE_OPEN (weldId: an open tier 1, 2 or full selection in a lot of a package weld, ' +
       'wherever that weld is); and each failing check of GET /welds/{id}/checks of a package weld (weldId and isoId), ' +
-      'REEXAMINATION_OPEN among them. Moving the package from open to released, released to tested or tested to ' +
+      'REEXAMINATION_OPEN among them; PUNCH_A_OPEN: an open category A punch item of the package (B items do not count). Moving the package from open to released, released to tested or tested to ' +
       'closed (PATCH /test-packages/{id}, or GraphQL) while it has reasons is 409 /problems/package-not-ready with the ' +
       'first 100 reasons and `reasonCount`. While it is released, tested or closed, a change of an ISO, WPS, PQR or ' +
       'qualification that would leave it not ready is 409 /problems/package-released.',

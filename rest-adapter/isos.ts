@@ -78,6 +78,15 @@ export const isos = defineResource({
         .describe('required radiography, percent of butt welds (default 5)'),
       { write: 'always' },
     ),
+    drawingId: column.id('drawing_id', {
+      nullable: true,
+      write: 'always',
+      type: z
+        .uuid()
+        .describe(
+          'its drawing: an attachment of this ISO (a PDF or an image) on which its welds are marked; set by a change, as an ISO being created has no attachments yet',
+        ),
+    }),
   },
   filters: {
     heatNumber: {

@@ -659,6 +659,8 @@ const EVENT_DATA: Record<
   component: 'Component',
   filler_lot: 'FillerLot',
   weld_filler: 'WeldFiller',
+  punch_item: 'PunchItem',
+  attachment: 'Attachment',
   examination_selection: 'ExaminationSelection',
   qualification: 'WelderQualification',
   webhook: 'WebhookPausedData',

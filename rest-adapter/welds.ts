@@ -42,6 +42,10 @@ const statusList = z
   .pipe(z.array(z.enum(WELD_STATUSES)).min(1))
   .describe(`one or several of ${WELD_STATUSES.join(', ')}, comma-separated`);
 
+/** A mark's position on a drawing page: 0 to 1, kept to 4 decimals (numeric(5, 4)). */
+const mapFraction = (what: string) =>
+  z.number().min(0).max(1).describe(`its mark on the drawing: ${what} (0 to 1)`);
+
 export const welds = defineResource({
   path: 'welds',
   schema: 'Weld',
@@ -108,6 +112,34 @@ export const welds = defineResource({
         ),
       { nullable: true, write: 'always' },
     ),
+    // Its place on its ISO's drawing (the weld map, F20): all three, or none.
+    mapPage: {
+      column: 'map_page',
+      type: z
+        .number()
+        .int()
+        .min(1)
+        .max(9999)
+        .describe("the page of its ISO's drawing it is marked on (from 1)"),
+      nullable: true,
+      write: 'always',
+    },
+    mapX: column.number(
+      'map_x',
+      mapFraction("from the left edge, as a fraction of the page's width"),
+      {
+        nullable: true,
+        write: 'always',
+      },
+    ),
+    mapY: column.number(
+      'map_y',
+      mapFraction("from the top edge, as a fraction of the page's height"),
+      {
+        nullable: true,
+        write: 'always',
+      },
+    ),
     status: {
       column: 'status',
       type: z
@@ -138,7 +170,11 @@ export const welds = defineResource({
     status: { sql: 'r.status', type: 'weld_public.weld_status' },
     weldedOn: { sql: "coalesce(r.welded_on, 'infinity'::date)", type: 'date' },
   },
-  access: { create: 'engineer', update: 'engineer (every field but status, repairCycle, version)' },
+  access: {
+    create: 'engineer',
+    update:
+      'engineer (every field but status, repairCycle, version); an inspector its place on the drawing only (mapPage, mapX, mapY: the three together, or null)',
+  },
   problems: {
     invalid: problem(`${refusal.invalid};${CHECKS_FAILED}`, 'WeldChecksProblem'),
     createInvalid: problem(

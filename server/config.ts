@@ -4,6 +4,7 @@
 // docs/configuration.md's table mirrors this schema; keep the two together.
 import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import type { JWK } from 'jose';
 import { z } from 'zod';
 import {
@@ -14,6 +15,7 @@ import {
   wholeNumber,
   type DatabaseSource,
 } from '../db/config.ts';
+import type { S3Options } from '../db/attachment-store.ts';
 import { POOL_DEFAULTS } from '../db/database.ts';
 import type { TrustProxy } from '../rest-adapter/http/tenancy.ts';
 import { networkList } from '../rest-adapter/http/webhook-address.ts';
@@ -47,6 +49,9 @@ export const HTTP_DEFAULTS = {
   requestTimeoutMs: 120_000,
   keepAliveTimeoutMs: 5_000,
 } as const;
+
+/** The largest file any tenant may attach (each tenant's own limit is at most this). */
+export const ATTACHMENT_DEFAULTS = { maxBytes: 100 * 1024 * 1024 } as const;
 
 /** The largest weld register file an import takes (docs/api.md, "Import and export"). */
 export const IMPORT_DEFAULTS = { maxBytes: 50 * 1024 * 1024 } as const;
@@ -92,6 +97,23 @@ const envSchema = z.object({
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   MAX_BODY_BYTES: wholeNumber(1024, 64 * 1024 * 1024).default(1024 * 1024),
   IMPORT_MAX_BYTES: wholeNumber(1024, 1024 * 1024 * 1024).default(IMPORT_DEFAULTS.maxBytes),
+  ATTACHMENT_STORE: z.enum(['local', 's3']).default('local'),
+  ATTACHMENT_DIR: z.string().trim().min(1).optional(),
+  ATTACHMENT_MAX_BYTES: wholeNumber(1024, 1024 * 1024 * 1024).default(ATTACHMENT_DEFAULTS.maxBytes),
+  S3_BUCKET: z.string().trim().min(1).optional(),
+  S3_PREFIX: z
+    .string()
+    .trim()
+    .regex(/^([A-Za-z0-9._-]+\/)*$/, 'must be empty or folder names ending in / (weld/)')
+    .default(''),
+  S3_REGION: z.string().trim().min(1).default('us-east-1'),
+  S3_ENDPOINT: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  S3_FORCE_PATH_STYLE: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((value) => value === 'true'),
+  S3_ACCESS_KEY_ID: z.string().trim().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().trim().min(1).optional(),
   DB_POOL_MAX: wholeNumber(1, 500).default(20),
   DB_POOL_WAIT_MS: wholeNumber(50, 60_000).default(POOL_DEFAULTS.waitMs),
   DB_STATEMENT_TIMEOUT_MS: wholeNumber(100, 3_600_000).default(POOL_DEFAULTS.statementTimeoutMs),
@@ -154,6 +176,8 @@ export interface Config {
     /** The largest CSV file POST /imports/welds takes (413 beyond). */
     maxBytes: number;
   };
+  /** Where attachments' bytes live (db/attachment-store.ts), and the largest file of any tenant. */
+  attachments: { store: LocalStoreConfig | ({ kind: 's3' } & S3Options); maxBytes: number };
   dbPoolMax: number;
   /** How long a request waits for a pooled connection before 503 /problems/busy. */
   dbPoolWaitMs: number;
@@ -234,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: e.LOG_FORMAT,
     maxBodyBytes: e.MAX_BODY_BYTES,
     imports: { maxBytes: e.IMPORT_MAX_BYTES },
+    attachments: { store: attachmentStore(e), maxBytes: e.ATTACHMENT_MAX_BYTES },
     dbPoolMax: e.DB_POOL_MAX,
     dbPoolWaitMs: e.DB_POOL_WAIT_MS,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
@@ -336,4 +361,39 @@ function isProxyAddress(entry: string): boolean {
   if (family === 0 || extra !== undefined) return false;
   if (bits === undefined) return true;
   return /^[0-9]{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+export interface LocalStoreConfig {
+  kind: 'local';
+  root: string;
+}
+
+/** ATTACHMENT_STORE and its settings: files under ATTACHMENT_DIR, or an S3 bucket. */
+function attachmentStore(e: z.infer<typeof envSchema>): Config['attachments']['store'] {
+  if (e.ATTACHMENT_STORE === 'local') {
+    return {
+      kind: 'local',
+      root: path.resolve(e.ATTACHMENT_DIR ?? path.join(e.DATA_DIR, 'attachments')),
+    };
+  }
+  if (!e.S3_BUCKET) {
+    throw new ConfigError('Invalid configuration: S3_BUCKET: required when ATTACHMENT_STORE=s3');
+  }
+  if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
+    throw new ConfigError(
+      'Invalid configuration: S3_SECRET_ACCESS_KEY: S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together: set both or neither (the AWS SDK then finds credentials itself)',
+    );
+  }
+  return {
+    kind: 's3',
+    bucket: e.S3_BUCKET,
+    prefix: e.S3_PREFIX,
+    region: e.S3_REGION,
+    endpoint: e.S3_ENDPOINT,
+    forcePathStyle: e.S3_FORCE_PATH_STYLE,
+    credentials:
+      e.S3_ACCESS_KEY_ID && e.S3_SECRET_ACCESS_KEY
+        ? { accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY }
+        : undefined,
+  };
 }

@@ -19,7 +19,11 @@
 // And every ALERTS_EVERY_MS, the day's welder alerts of each tenant that has not had them
 // (weld_hidden.send_welder_alerts: qualifications lapsing and lapsed, repair rates over the
 // threshold): the first instance to ask on a day sends them; the others find them sent.
+//
+// And with each purge, the attachment files no attachment refers to any more: removed from the
+// store, a batch at a time (sweepAttachmentFiles; weld_hidden.sweep_attachment_files).
 import type pg from 'pg';
+import type { AttachmentStore } from '../db/attachment-store.ts';
 import { inTransaction, withQueryTimeout } from '../db/database.ts';
 import type { Logger } from '../rest-adapter/http/log.ts';
 
@@ -151,6 +155,33 @@ export async function sendWelderAlerts(
   return { sent, failed };
 }
 
+/**
+ * Removes from the store the files no attachment refers to any more (put over an hour ago), a
+ * batch of `batch` per transaction until none is left: each batch's rows are deleted and the files
+ * removed before it commits, so an upload of the same file waits for it and stores the bytes
+ * again. A file the store cannot remove rolls its batch back (tried again next time). Returns how
+ * many files were removed.
+ */
+export async function sweepAttachmentFiles(
+  pool: pg.Pool,
+  store: AttachmentStore,
+  batch = 100,
+): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const swept = await inTransaction(pool, 'begin', async (db) => {
+      const { rows } = await db.query<{ tenant_id: string; sha256: string }>(
+        'select tenant_id, sha256 from weld_hidden.sweep_attachment_files($1)',
+        [batch],
+      );
+      for (const row of rows) await store.delete({ tenantId: row.tenant_id, sha256: row.sha256 });
+      return rows.length;
+    });
+    removed += swept;
+    if (swept < batch) return removed;
+  }
+}
+
 export function startHousekeeping(
   pool: pg.Pool,
   logger: Logger,
@@ -162,6 +193,8 @@ export function startHousekeeping(
     reapPool?: pg.Pool;
     refreshEveryMs?: number;
     alertsEveryMs?: number;
+    /** Where attachments live: files no attachment refers to leave it with each purge. */
+    attachmentStore?: AttachmentStore;
   },
 ): Housekeeping {
   const everyMs = options.everyMs ?? PURGE_EVERY_MS;
@@ -176,7 +209,10 @@ export function startHousekeeping(
          from weld_hidden.purge_auth_bookkeeping() auth, weld_hidden.purge_events($1) events`,
       [options.eventRetentionDays],
     );
-    return rows[0]!;
+    const swept = options.attachmentStore
+      ? await sweepAttachmentFiles(pool, options.attachmentStore)
+      : 0;
+    return { ...rows[0]!, deleted_attachment_files: swept };
   };
   const run = () => {
     purgeNow().then(

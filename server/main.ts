@@ -24,6 +24,7 @@ import { SessionRevocations } from '../rest-adapter/http/auth/revocations.ts';
 import { loadConfig, type Config } from './config.ts';
 import { EventNotifications } from '../db/event-notifications.ts';
 import { createGraphql } from './graphql.ts';
+import { openStore } from '../db/attachment-store.ts';
 import { startHousekeeping } from './housekeeping.ts';
 import { createLogger, type Logger } from '../rest-adapter/http/log.ts';
 import { serviceRoutes } from './routes.ts';
@@ -101,9 +102,16 @@ async function main(): Promise<void> {
     senders: pool,
   });
   await revocations.start();
+  const attachmentStore = openStore(config.attachments.store);
+  logger.info(
+    config.attachments.store.kind === 'local'
+      ? `attachments: files under ${config.attachments.store.root}`
+      : `attachments: S3 bucket ${config.attachments.store.bucket}`,
+  );
   const housekeeping = startHousekeeping(pool, logger, {
     eventRetentionDays: config.events.retentionDays,
     reapPool: controlPool,
+    attachmentStore,
   });
   const notifications = new EventNotifications(target.authenticatorUrl, {
     onError: (error) => logger.warn({ err: error }, 'event listener connection failed'),
@@ -147,6 +155,7 @@ async function main(): Promise<void> {
       },
       webhooks,
       imports: config.imports,
+      attachments: { store: attachmentStore, maxBytes: config.attachments.maxBytes },
     }),
   });
 

@@ -3,8 +3,10 @@
 // behaviour), GraphQL, the API documents and the inspectors' web app (/app/).
 // server/main.ts (and the tests' in-process server) hand this list to createApp.
 import type pg from 'pg';
+import { attachmentRoutes, type AttachmentOptions } from '../rest-adapter/attachments.ts';
 import { authRoutes } from '../rest-adapter/auth.ts';
 import { codeRuleRoutes } from '../rest-adapter/code-rules.ts';
+import { dossierRoutes } from '../rest-adapter/dossier.ts';
 import { eventRoutes, type EventOptions } from '../rest-adapter/events.ts';
 import { historyRoutes } from '../rest-adapter/history.ts';
 import { importRoutes, type ImportOptions } from '../rest-adapter/imports.ts';
@@ -34,6 +36,8 @@ export interface ServiceDeps {
   webhooks: WebhookOptions;
   /** The weld register import (IMPORT_MAX_BYTES). */
   imports: ImportOptions;
+  /** Where attachments live, and the largest file (ATTACHMENT_MAX_BYTES). */
+  attachments: AttachmentOptions;
   /** True once shutdown has begun: readiness fails so load balancers stop sending work. */
   isDraining?: () => boolean;
 }
@@ -54,6 +58,8 @@ export function serviceRoutes(deps: ServiceDeps): Route[] {
       ...eventRoutes(deps.pool, { isDraining: deps.isDraining, ...deps.events }),
       ...webhookRoutes(deps.pool, deps.webhooks),
       ...importRoutes(deps.pool, deps.imports),
+      ...attachmentRoutes(deps.pool, deps.attachments),
+      ...dossierRoutes(deps.pool, deps.attachments.store),
       ...isoProgressRoutes(deps.pool),
       ...reportRoutes(deps.pool),
       ...RESOURCES.flatMap((resource) => resourceRoutes(resource, deps.pool)),

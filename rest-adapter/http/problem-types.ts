@@ -341,6 +341,12 @@ export const PROBLEM_TYPES = {
     description:
       '`POST /webhooks/{id}/test`: the tenant already has {{webhookTestsPerTenant}} test messages in flight on this instance; `Retry-After`',
   },
+  'dossier-too-large': {
+    status: 422,
+    title: 'Dossier too large',
+    description:
+      '`GET /test-packages/{id}/dossier`: the files of the package together are over what a dossier gathers (256 MiB); download them one by one',
+  },
   'query-too-large': {
     status: 400,
     title: 'Query too large',

@@ -62,6 +62,12 @@ import { migratedDatabase } from '../helpers/database.ts';
 // database's to close (a migration), not REST's to copy.
 
 const DIFFERENCES: Record<string, string> = {
+  'punch-items.itemNumber required':
+    'not null without a default: an item raised without a number takes its package\u2019s next (tg_punch_items__number_and_closer)',
+  'attachments.fileName unread':
+    'the CHECKs of a file name (no control character, / or \\; not . or ..) are those of the zod schema, in SQL words',
+  'attachments.fileName pattern':
+    'the CHECK refuses control characters, / and \\ as a POSIX class ([[:cntrl:]]), which a zod regex spells \\p{Cc}: the same characters',
   // A history names its user by a left join: a change made by the system has none.
   'WeldHistoryEntry.changedByName nullable': 'null for a change made by the system (no user)',
   'ExaminationHistoryEntry.changedByName nullable': 'as WeldHistoryEntry.changedByName',
@@ -172,7 +178,8 @@ async function checkResource(
       ...[...(writers?.values.values() ?? [])].map((v) => v.get(name) ?? {}),
     ) as Facts;
 
-  const role = roleOf(resource.access.create);
+  // (Attachments are created by an upload, not a JSON body: their writer is who may change them.)
+  const role = roleOf(resource.access.create ?? resource.access.update);
   const granted = await columnPrivileges(
     rootUrl,
     resource.table,

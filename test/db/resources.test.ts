@@ -138,7 +138,25 @@ test('every resource has a version, 1 when created, that each update bumps', asy
     `insert into weld_public.weld_fillers (weld_id, process, filler_lot_id) values ($1, 'SMAW', $2) returning id`,
     [weld, lot],
   );
+  const punch = await engineer(
+    `insert into weld_public.punch_items (test_package_id, category, description)
+     values ($1, 'B', 'Label') returning id`,
+    [pkg],
+  );
+  const sha = 'a'.repeat(64);
+  await engineer(
+    `insert into weld_hidden.attachment_files (sha256, size_bytes, content_type)
+     values ($1, 10, 'application/pdf') returning 1`,
+    [sha],
+  );
+  const attachment = await engineer(
+    `insert into weld_public.attachments (sha256, file_name, content_type, size_bytes, iso_id)
+     values ($1, 'a.pdf', 'application/pdf', 10, $2) returning id`,
+    [sha, a.isoId],
+  );
   cases.push(
+    ['punch_items', String(punch), `description = 'Label 2'`],
+    ['attachments', String(attachment), `description = 'drawing'`],
     ['filler_lots', String(lot), `certificate_ref = 'C-1'`],
     ['weld_fillers', String(used), `process = 'GTAW'`],
     ['components', String(component), `heat_number = 'H-1'`],
@@ -169,6 +187,7 @@ test('every resource has a version, 1 when created, that each update bumps', asy
   t.deepEqual(
     rows.map((r) => r.name),
     [
+      'attachments',
       'components',
       'filler_lots',
       'hardness_readings',
@@ -176,6 +195,7 @@ test('every resource has a version, 1 when created, that each update bumps', asy
       'isos',
       'ndt_records',
       'pqrs',
+      'punch_items',
       'pwht_records',
       'test_packages',
       'weld_fillers',
@@ -690,6 +710,7 @@ test("the server's housekeeping purges idempotency keys and old events with the 
     deleted_idempotency_keys: 1,
     deleted_events: 1,
     deleted_deliveries: 0,
+    deleted_attachment_files: 0,
   });
   t.is(Number(await value(owner, `select count(*) from weld_hidden.idempotency_keys`)), 0);
 });

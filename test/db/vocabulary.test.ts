@@ -21,6 +21,8 @@ import {
   SELECTION_TIERS,
   TEST_MEDIA,
   TEST_PACKAGE_STATES,
+  PUNCH_CATEGORIES,
+  ATTACHMENT_TYPES,
   USER_ROLES,
   WELD_CHECK_CODES,
   WELD_CHECK_MODES,
@@ -84,6 +86,13 @@ test('enums, checked value lists and request roles match the database', async (t
   t.deepEqual(await checkedValues('weld_public.inspections', 'kind'), [...INSPECTION_KINDS]);
   t.deepEqual(await checkedValues('weld_public.test_packages', 'test_medium'), [...TEST_MEDIA]);
   t.deepEqual(await checkedValues('weld_public.test_packages', 'state'), [...TEST_PACKAGE_STATES]);
+  t.deepEqual(await checkedValues('weld_public.punch_items', 'category'), [...PUNCH_CATEGORIES]);
+  t.deepEqual(await checkedValues('weld_public.attachments', 'content_type'), [
+    ...ATTACHMENT_TYPES,
+  ]);
+  t.deepEqual(await checkedValues('weld_hidden.attachment_files', 'content_type'), [
+    ...ATTACHMENT_TYPES,
+  ]);
   // The code rules (migrations 000009, 000017): selections, the tenant's settings, the rule tables.
   t.deepEqual(await checkedValues('weld_public.examination_selections', 'tier'), [
     ...SELECTION_TIERS,

@@ -149,7 +149,7 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
     });
   }
 
-  // What a seed does not make: a webhook (to a closed port on loopback: a test message fails,
+  // What a seed does not make: a punch item and an attachment, a webhook (to a closed port on loopback: a test message fails,
   // after the webhook timeout as every failure does), an import, examination selections, a PWHT
   // record, a hardness reading, a component and a filler lot used on a weld, an OAuth2 client.
   const as = (role: Role, path: string, body: unknown, type = 'application/json') =>
@@ -210,6 +210,14 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
       measuredOn: '2026-03-12',
       hardnessHb: 180,
     }),
+    await as('inspector', '/punch-items', {
+      testPackageId: (await items(port, HOST, tokens.admin, '/test-packages'))[0]!.id,
+      category: 'B',
+      description: 'Fuzz punch item',
+    }),
+    await multipart({ isoId: String(isos[0]!.id) }, 'drawing.pdf', '%PDF-1.4\n%%EOF\n').then(
+      ({ body, type }) => as('inspector', '/attachments', body, type),
+    ),
   ]) {
     if (res.status >= 300) throw new Error(`fuzz world: ${res.status} ${res.text}`);
   }
@@ -256,5 +264,17 @@ export async function fuzzWorld(t: Teardown): Promise<FuzzWorld> {
     foreign,
     values,
     fingerprint,
+  };
+}
+
+/** A multipart/form-data body of the fields and one file, as a browser's form sends it. */
+async function multipart(fields: Record<string, string>, fileName: string, content: string) {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  form.append('file', new Blob([content]), fileName);
+  const encoded = new Response(form);
+  return {
+    body: Buffer.from(await encoded.arrayBuffer()),
+    type: encoded.headers.get('content-type')!,
   };
 }

@@ -8,6 +8,8 @@ export interface HttpResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   text: string;
+  /** The body as it came (a file's bytes; requests of this module always give it). */
+  bytes?: Buffer;
   /** The body parsed as JSON, or undefined when it is not JSON. */
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
@@ -43,17 +45,18 @@ export function request(port: number, req: HttpRequest): Promise<HttpResponse> {
         agent: false,
       },
       (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
+          const bytes = Buffer.concat(chunks);
+          const text = bytes.toString('utf8');
           let json: unknown;
           try {
             json = JSON.parse(text);
           } catch {
             json = undefined;
           }
-          const response = { status: res.statusCode!, headers: res.headers, text, json };
+          const response = { status: res.statusCode!, headers: res.headers, text, bytes, json };
           // Every response of a documented operation must match the OpenAPI contract.
           try {
             assertMatchesContract(req.method ?? 'GET', req.path, response);

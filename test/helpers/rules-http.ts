@@ -4,6 +4,7 @@
 // its inspector). Every response is also checked against the OpenAPI document (helpers/http.ts).
 import type { ExecutionContext } from 'ava';
 import type pg from 'pg';
+import type { AttachmentStore } from '../../db/attachment-store.ts';
 import { addTenant } from '../../db/tenants.ts';
 import type { KeyRing } from '../../rest-adapter/http/auth/keys.ts';
 import { addRoleUsers, login } from './auth.ts';
@@ -35,9 +36,16 @@ export interface World {
   make: ReturnType<typeof makers>;
   /** The server's key ring: tests sign tokens of their own with the tenants' keys. */
   ring: KeyRing;
+  /** Where the server keeps attachments. */
+  attachmentStore: AttachmentStore;
+  /** The server's pool (as its authenticator login). */
+  pool: pg.Pool;
 }
 
-export async function world(t: ExecutionContext): Promise<World> {
+export async function world(
+  t: ExecutionContext,
+  serverOptions: Parameters<typeof startServer>[2] = {},
+): Promise<World> {
   await worldSlot(t);
   const { target } = await migratedDatabase(t);
   const owner = await ownerClient(target);
@@ -51,7 +59,7 @@ export async function world(t: ExecutionContext): Promise<World> {
     [tenantA],
   );
   const userIds = Object.fromEntries(rows.map((r) => [r.role, r.id])) as Record<Role, string>;
-  const { port, ring } = await startServer(t, target);
+  const { port, ring, attachmentStore, pool } = await startServer(t, target, serverOptions);
   const a = {} as Record<Role, Client>;
   const b = {} as Record<Role, Client>;
   const tokens = {} as Record<Role, string>;
@@ -68,7 +76,20 @@ export async function world(t: ExecutionContext): Promise<World> {
       body: { query, variables },
       headers: { authorization: `Bearer ${tokens[role]}` },
     });
-  return { port, owner, tenantA, tenantB, userIds, a, b, gql, make: makers(a), ring };
+  return {
+    port,
+    owner,
+    tenantA,
+    tenantB,
+    userIds,
+    a,
+    b,
+    gql,
+    make: makers(a),
+    ring,
+    attachmentStore,
+    pool,
+  };
 }
 
 /** The answer's JSON, or an error naming what was answered instead. */
@@ -192,3 +213,44 @@ export const named = (res: HttpResponse): string[] => [
     ),
   ),
 ];
+
+/**
+ * A test package of tenant A that is ready for release: an ISO on its own line with two welds by
+ * a qualified welder to an approved WPS, both radiographed and visually inspected, accepted.
+ * `prefix` keeps the numbers of several such packages apart.
+ */
+export async function readyPackage(w: World, prefix: string) {
+  const iso = await w.make.iso(`${prefix}-ISO`, `${prefix}-L`);
+  const welder = await w.make.welder(`${prefix}-W`);
+  await w.make.qualification(welder.id);
+  const wps = await w.make.wps(`${prefix}-WPS`);
+  const welds = [
+    await w.make.weld({
+      isoId: iso.id,
+      weldNumber: `${prefix}-1`,
+      welderId: welder.id,
+      wpsId: wps.id,
+    }),
+    await w.make.weld({
+      isoId: iso.id,
+      weldNumber: `${prefix}-2`,
+      welderId: welder.id,
+      wpsId: wps.id,
+    }),
+  ];
+  const rt = await w.make.rt(`${prefix}-RT`, {
+    [welds[0]!.id]: 'accepted',
+    [welds[1]!.id]: 'accepted',
+  });
+  ok(
+    await w.a.inspector.post('/inspections', {
+      kind: 'visual',
+      inspectedOn: '2026-03-02',
+      result: 'accepted',
+      weldIds: welds.map((weld) => weld.id),
+    }),
+    201,
+  );
+  const pkg = await w.make.testPackage(`${prefix}-TP`, { isoIds: [iso.id] });
+  return { iso, welder, wps, welds, pkg, rt };
+}

@@ -3,12 +3,15 @@
 // configuration and shutdown behaviour. Also the admin CLI as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { createPool, type DatabaseTarget } from '../../db/database.ts';
 import { EventNotifications } from '../../db/event-notifications.ts';
 import { createApp, createHttpServer } from '../../server/app.ts';
-import { HTTP_DEFAULTS, IMPORT_DEFAULTS } from '../../server/config.ts';
+import { ATTACHMENT_DEFAULTS, HTTP_DEFAULTS, IMPORT_DEFAULTS } from '../../server/config.ts';
+import { LocalStore, type AttachmentStore } from '../../db/attachment-store.ts';
 import { KeyRing } from '../../rest-adapter/http/auth/keys.ts';
 import { SessionRevocations } from '../../rest-adapter/http/auth/revocations.ts';
 import { createGraphql, type GraphqlOptions } from '../../server/graphql.ts';
@@ -26,6 +29,7 @@ export interface TestServer {
   pool: ReturnType<typeof createPool>;
   ring: KeyRing;
   notifications: EventNotifications;
+  attachmentStore: AttachmentStore;
 }
 
 export const TEST_TOKEN_TTL = { accessTokenTtl: 600, refreshTokenTtl: 3600 };
@@ -63,8 +67,18 @@ export async function startServer(
     importMaxBytes?: number;
     /** GraphQL's limits (default: the service's). */
     graphql?: GraphqlOptions;
+    /** Where attachments live (default: files under a temporary directory, removed after). */
+    attachmentStore?: AttachmentStore;
+    /** ATTACHMENT_MAX_BYTES (default: the service's). */
+    attachmentMaxBytes?: number;
   } = {},
 ): Promise<TestServer> {
+  let attachmentStore = options.attachmentStore;
+  if (!attachmentStore) {
+    const dir = await mkdtemp(path.join(tmpdir(), 'weld-test-attachments-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    attachmentStore = new LocalStore(dir);
+  }
   const pool = createPool(target.authenticatorUrl, { max: 10, onError: () => {} });
   const auth = {
     ...TEST_TOKEN_TTL,
@@ -106,6 +120,10 @@ export async function startServer(
           secretKeys: options.webhookSecretKeys ?? TEST_WEBHOOK_SECRET_KEYS,
         },
         imports: { maxBytes: options.importMaxBytes ?? IMPORT_DEFAULTS.maxBytes },
+        attachments: {
+          store: attachmentStore,
+          maxBytes: options.attachmentMaxBytes ?? ATTACHMENT_DEFAULTS.maxBytes,
+        },
       }),
       ...(options.extraRoutes ?? []),
     ],
@@ -120,7 +138,13 @@ export async function startServer(
     await revocations.stop();
     await pool.end();
   });
-  return { port: (server.address() as AddressInfo).port, pool, ring, notifications };
+  return {
+    port: (server.address() as AddressInfo).port,
+    pool,
+    ring,
+    notifications,
+    attachmentStore,
+  };
 }
 
 export interface SpawnedServer {

@@ -1,6 +1,7 @@
 // The service's OpenAPI document as it serves it: built from the routes server/routes.ts lists.
 // Building the route list touches no database; the dependencies here are never called.
 import type pg from 'pg';
+import type { AttachmentStore } from '../../db/attachment-store.ts';
 import type { EventNotifications } from '../../db/event-notifications.ts';
 import type { KeyRing } from '../../rest-adapter/http/auth/keys.ts';
 import type { Route } from '../../rest-adapter/http/route.ts';
@@ -19,6 +20,7 @@ export function inertServiceRoutes(): Route[] {
     events: { notifications: {} as EventNotifications, streamsPerUser: 5 },
     webhooks: { allowPrivate: false, timeoutMs: 1000, secretKeys: TEST_WEBHOOK_SECRET_KEYS },
     imports: { maxBytes: 1024 },
+    attachments: { store: {} as AttachmentStore, maxBytes: 1024 },
   });
 }
 

@@ -237,6 +237,41 @@ test('configuration defaults, and which database source each combination selects
   );
 });
 
+test('attachment store settings: files under DATA_DIR by default; S3 needs a bucket, and its keys come in pairs', (t) => {
+  t.deepEqual(loadConfig({}).attachments, {
+    store: { kind: 'local', root: path.resolve('.data', 'attachments') },
+    maxBytes: 100 * 1024 * 1024,
+  });
+  t.deepEqual(loadConfig({ DATA_DIR: '/srv/weld', ATTACHMENT_DIR: '' }).attachments.store, {
+    kind: 'local',
+    root: '/srv/weld/attachments',
+  });
+  const s3 = loadConfig({
+    ATTACHMENT_STORE: 's3',
+    S3_BUCKET: 'weld-files',
+    S3_ENDPOINT: 'http://minio.internal:9000',
+    S3_FORCE_PATH_STYLE: 'true',
+    S3_PREFIX: 'weld/',
+    S3_ACCESS_KEY_ID: 'id',
+    S3_SECRET_ACCESS_KEY: 'secret',
+  }).attachments.store;
+  t.like(s3, {
+    kind: 's3',
+    bucket: 'weld-files',
+    prefix: 'weld/',
+    region: 'us-east-1',
+    endpoint: 'http://minio.internal:9000',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'id', secretAccessKey: 'secret' },
+  });
+  t.throws(() => loadConfig({ ATTACHMENT_STORE: 's3' }), { message: /S3_BUCKET: required/ });
+  t.throws(() => loadConfig({ ATTACHMENT_STORE: 's3', S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'id' }), {
+    message: /S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together/,
+  });
+  t.throws(() => loadConfig({ S3_PREFIX: '../x' }), { message: /S3_PREFIX/ });
+  t.throws(() => loadConfig({ ATTACHMENT_STORE: 'ftp' }), { message: /ATTACHMENT_STORE/ });
+});
+
 test('SIGTERM: no new connections, the in-flight request finishes, exit 0', async (t) => {
   const rootUrl = freshDatabaseUrl(t, 'shutdown');
   const server = await spawnServer(t, { DATABASE_URL: rootUrl });

@@ -116,7 +116,7 @@ for (const prefix of PREFIXES) {
     t.is(all.json.items.length, 2);
     t.is(all.json.nextCursor, null);
     t.deepEqual(Object.keys(all.json.items[0]).sort(), [
-      'area', 'createdAt', 'fluidService', 'id', 'isoNumber', 'lineNumber', 'pipingClass', 'revision', 'rtPercent', 'updatedAt', 'version', 'weldCounts',
+      'area', 'createdAt', 'drawingId', 'fluidService', 'id', 'isoNumber', 'lineNumber', 'pipingClass', 'revision', 'rtPercent', 'updatedAt', 'version', 'weldCounts',
     ]); // prettier-ignore
     // Each ISO's progress: its welds by status, as the owner wrote them (in bulk).
     const counts = Object.fromEntries(
@@ -181,7 +181,7 @@ for (const prefix of PREFIXES) {
     t.deepEqual(ids(small), ['R1', 'R2', 'V1', 'W0001', 'W0002', 'W0003']);
     t.deepEqual(Object.keys(small.json.items[0]).sort(), [
       'baseMetal1PNumber', 'baseMetal2PNumber', 'component1Id', 'component2Id', 'createdAt', 'id',
-      'isoId', 'material',
+      'isoId', 'mapPage', 'mapX', 'mapY', 'material',
       'preheatF', 'repairCycle', 'schedule', 'size', 'status', 'type', 'updatedAt', 'version', 'wallThickness',
       'weldNumber', 'weldedOn', 'welderId', 'wpsId',
     ]); // prettier-ignore

@@ -1,0 +1,145 @@
+// The turnover dossier of a released test package: GET /test-packages/{id}/dossier.
+//
+// What it says is SQL's (weld_hidden.test_package_dossier: who may, which packages, the weld
+// log, the NDT lots, the punch list, the files), read in one transaction as the caller; the files'
+// bytes come from the attachment store; db/dossier.ts lays out the PDF (and the ZIP of the PDF
+// and the original files). Reproducible: the same package gives the same bytes but for the
+// generation stamp (on the cover, in the PDF's dates, and the ZIP entries' times).
+import type { Request, Response } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import type { AttachmentStore, AttachmentType } from '../db/attachment-store.ts';
+import { prepared } from '../db/database.ts';
+import { dossierZip, renderDossierPdf, type DossierData } from '../db/dossier.ts';
+import { common, idParam, problem, queryParameters } from './http/operation.ts';
+import { problemOf, problems } from './http/problem.ts';
+import { queryOf, type Route } from './http/route.ts';
+import { downloadDisposition, DOWNLOAD_HEADERS } from './attachments.ts';
+import { inDatabase, pathId } from './resource.ts';
+
+/** The most a dossier gathers of its files, in bytes: it is assembled in memory. */
+export const DOSSIER_MAX_FILE_BYTES = 256 * 1024 * 1024;
+
+const DossierQuery = z.strictObject({
+  format: z
+    .enum(['pdf', 'zip'])
+    .optional()
+    .describe(
+      'pdf (default): the dossier; zip: the PDF and the original files (as Accept: application/zip asks)',
+    ),
+});
+
+/** The JSON SQL gives: DossierData, with the files named rather than read. */
+type DossierJson = Omit<DossierData, 'attachments' | 'heatTreatmentPresent'> & {
+  attachments: Array<{
+    id: string;
+    fileName: string;
+    contentType: AttachmentType;
+    sizeBytes: number;
+    sha256: string;
+    attachedTo: string;
+  }>;
+};
+
+/** The file name of a package's dossier: its number, in characters every system takes. */
+const dossierName = (packageNumber: string, extension: string) =>
+  `dossier-${packageNumber.replace(/[^A-Za-z0-9._-]+/g, '_')}.${extension}`;
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export function dossierRoutes(pool: pg.Pool, store: AttachmentStore): Route[] {
+  return [
+    {
+      method: 'GET',
+      path: '/test-packages/:id/dossier',
+      doc: {
+        summary: "A released test package's turnover dossier",
+        description:
+          'One PDF to hand the owner at turnover: a cover, readiness as at release, the ISOs, the weld log ' +
+          '(welder, WPS, dates, status, repair cycles, examinations, the welder qualifications in force on the day ' +
+          'each weld was made), the NDT lots per method against what was required, PWHT and hardness where ' +
+          'recorded, the punch list, and an index of the files attached to the package, its ISOs, welds, ' +
+          'examinations, punch items and the WPSs, PQRs and qualifications its welds were made under; the PDF ' +
+          'files and images among them are appended. With Accept: application/zip (or format=zip): a ZIP of the ' +
+          'PDF and the original files. Reproducible: the same package gives the same bytes but for the generation ' +
+          `stamp. Only a package that was released (released, tested or closed). Its files together at most ${DOSSIER_MAX_FILE_BYTES} bytes. Who: engineer.`,
+        parameters: [idParam, ...queryParameters(DossierQuery)],
+        responses: {
+          '200': {
+            description: 'the dossier',
+            headers: {
+              'Content-Disposition': {
+                schema: { type: 'string' },
+                description: 'attachment; filename="dossier-<packageNumber>.pdf" (or .zip)',
+              },
+            },
+            content: {
+              'application/pdf': { schema: { type: 'string', format: 'binary' } },
+              'application/zip': { schema: { type: 'string', format: 'binary' } },
+            },
+          },
+          '403': problem('your role may not (engineers and admins)'),
+          '409': problem('the package is open (/problems/state-conflict): release it first'),
+          '422': problem(
+            `a bad parameter, named in errors; or its files are over ${DOSSIER_MAX_FILE_BYTES} bytes together (/problems/dossier-too-large)`,
+          ),
+          ...common,
+        },
+      },
+      handler: async (req: Request, res: Response) => {
+        const id = pathId(req, 'test package');
+        const { format } = queryOf(DossierQuery, req);
+        const zip =
+          format === 'zip' ||
+          (format === undefined &&
+            req.accepts(['application/pdf', 'application/zip']) === 'application/zip');
+        const dossier = await inDatabase(pool, req, async (db) => {
+          const { rows } = await db.query<{ dossier: DossierJson | null }>(
+            prepared('select weld_hidden.test_package_dossier($1) as dossier', [id]),
+          );
+          return rows[0]!.dossier;
+        });
+        if (!dossier) throw problems.notFound('No such test package.');
+        const total = dossier.attachments.reduce((sum, file) => sum + Number(file.sizeBytes), 0);
+        if (total > DOSSIER_MAX_FILE_BYTES) {
+          throw problemOf('dossier-too-large', {
+            detail: `Its ${dossier.attachments.length} files are ${total} bytes together, over the ${DOSSIER_MAX_FILE_BYTES} a dossier gathers: download them one by one (GET /attachments/{id}/content).`,
+          });
+        }
+        const tenantId = req.tenant!.id;
+        const attachments = [];
+        for (const file of dossier.attachments) {
+          const bytes = await store.get({ tenantId, sha256: file.sha256 });
+          if (!bytes) throw new Error(`dossier: the store has no file ${file.sha256}`);
+          attachments.push({
+            ...file,
+            sizeBytes: Number(file.sizeBytes),
+            bytes: await readAll(bytes),
+          });
+        }
+        const data: DossierData = {
+          ...dossier,
+          heatTreatmentPresent: dossier.welds.some((w) => w.pwht !== null || w.hardness !== null),
+          attachments,
+        };
+        const generatedAt = new Date();
+        const pdf = await renderDossierPdf(data, generatedAt);
+        const pdfName = dossierName(dossier.package.packageNumber, 'pdf');
+        const body = zip ? dossierZip(pdfName, pdf, attachments, generatedAt) : pdf;
+        res.set({
+          ...DOWNLOAD_HEADERS,
+          Vary: 'Accept',
+          'Content-Type': zip ? 'application/zip' : 'application/pdf',
+          'Content-Disposition': downloadDisposition(
+            zip ? dossierName(dossier.package.packageNumber, 'zip') : pdfName,
+          ),
+        });
+        res.status(200).end(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+      },
+    },
+  ];
+}
