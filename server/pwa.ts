@@ -8,6 +8,7 @@
 // and the service worker (app/src/sw.ts) fetches a new shell when the build changes.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { build, stop } from 'esbuild';
 import type { Response } from 'express';
@@ -26,6 +27,19 @@ const STATIC_FILES: Record<string, string> = {
   'icon-512.png': 'image/png',
 };
 
+/**
+ * pdf.js's worker (the weld map draws PDF drawings with pdf.js, app/src/weld-map.tsx), served
+ * from the origin as /app/pdf.worker.mjs: the same package as the pdf.js the app bundles, so the
+ * two versions always agree.
+ */
+const PDF_WORKER = createRequire(import.meta.url).resolve('pdfjs-dist/build/pdf.worker.min.mjs');
+
+// The weld map needs nothing more than this: pdf.js runs from the origin (its worker by
+// worker-src 'self') with eval and WebAssembly turned off (weld-map.tsx), draws into a canvas
+// and gives the browser a PDF's fonts as bytes or system font names (FontFace), never as URLs; a
+// PNG or JPEG drawing is decoded by createImageBitmap into a canvas, not shown by an <img> from a
+// blob: URL. So img-src stays 'self', and no 'unsafe-eval', 'wasm-unsafe-eval', blob: or data:
+// is needed anywhere (test/browser/weld-map.test.ts fails on any violation the page reports).
 export const APP_CSP = [
   "default-src 'none'",
   "script-src 'self'",
@@ -54,9 +68,10 @@ const asset = (body: Buffer | string, type: string): Asset => {
 };
 
 /**
- * Builds the app: the page script (app/src/main.tsx) and the service worker (app/src/sw.ts) as
- * minified ES bundles, and the static files beside them. The service worker is told the build's
- * version (a hash of everything else) and the shell's file names, so each build caches its own.
+ * Builds the app: the page script (app/src/main.tsx, as app.js and the chunks it imports later)
+ * and the service worker (app/src/sw.ts) as minified ES bundles, and the static files and pdf.js's
+ * worker beside them. The service worker is told the build's version (a hash of everything else)
+ * and the shell's file names, so each build caches its own.
  */
 export async function buildApp(): Promise<AppAssets> {
   const assets: AppAssets = new Map();
@@ -71,25 +86,35 @@ export async function buildApp(): Promise<AppAssets> {
       target: 'es2022',
       minify: true,
       write: false,
+      // What the page imports only when it needs it (pdf.js, 400 KB, for a drawing) is a chunk
+      // of its own: app.js stays small. Nothing is written to `outdir`; it only names the files.
+      splitting: true,
+      outdir: path.join(APP, 'build'),
+      entryNames: '[name]',
+      chunkNames: 'chunk-[hash]',
       jsx: 'automatic',
       jsxImportSource: 'preact',
       define,
       logLevel: 'silent',
     });
-    return result.outputFiles[0]!.text;
+    return result.outputFiles.map((file) => ({ name: path.basename(file.path), text: file.text }));
   };
-  assets.set('app.js', asset(await bundle('main.tsx'), 'text/javascript; charset=utf-8'));
+  const script = 'text/javascript; charset=utf-8';
+  for (const { name, text } of await bundle('main.tsx')) {
+    assets.set(name === 'main.js' ? 'app.js' : name, asset(text, script));
+  }
+  assets.set('pdf.worker.mjs', asset(await readFile(PDF_WORKER), script));
 
   const version = createHash('sha256');
   for (const [name, a] of [...assets].sort(([x], [y]) => x.localeCompare(y))) {
     version.update(name).update(a.etag);
   }
   const shell = ['./', ...assets.keys()].filter((name) => name !== 'index.html');
-  const worker = await bundle('sw.ts', {
+  const [worker] = await bundle('sw.ts', {
     BUILD_VERSION: JSON.stringify(version.digest('base64url').slice(0, 16)),
     SHELL_FILES: JSON.stringify(shell),
   });
-  assets.set('sw.js', asset(worker, 'text/javascript; charset=utf-8'));
+  assets.set('sw.js', asset(worker!.text, script));
   // esbuild keeps its build process for the next build; there is none: let it go.
   await stop();
   return assets;

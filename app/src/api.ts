@@ -131,16 +131,20 @@ export interface Answer<T> {
 
 interface Options {
   method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** Sent as JSON; FormData is sent as it is (multipart/form-data, the browser sets the boundary). */
   body?: unknown;
   ifMatch?: string;
+  /** What the answer may be (default JSON: the data paths; a file's bytes are anything). */
+  accept?: string;
   /** false: a 401 is the answer (sign-in, refresh and sign-out themselves). */
   refresh?: boolean;
 }
 
 async function send(path: string, options: Options): Promise<Response> {
   const method = options.method ?? 'GET';
-  const headers: Record<string, string> = { Accept: 'application/json' };
-  if (options.body !== undefined) headers['Content-Type'] = 'application/json';
+  const headers: Record<string, string> = { Accept: options.accept ?? 'application/json' };
+  const form = options.body instanceof FormData ? options.body : undefined;
+  if (options.body !== undefined && !form) headers['Content-Type'] = 'application/json';
   if (options.ifMatch) headers['If-Match'] = options.ifMatch;
   if (method !== 'GET') {
     const csrf = csrfToken();
@@ -151,7 +155,7 @@ async function send(path: string, options: Options): Promise<Response> {
       method,
       headers,
       credentials: 'same-origin',
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: form ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
     });
   } catch (error) {
     throw new NetworkError(error instanceof Error ? error.message : 'network error');
@@ -167,8 +171,8 @@ async function problemOf(response: Response): Promise<Problem> {
   }
 }
 
-/** A request to a documented REST path; resolves with the JSON body and the ETag. */
-export async function api<T>(path: string, options: Options = {}): Promise<Answer<T>> {
+/** The answer to a request, once refreshed and retried when it must be; ApiError unless 2xx. */
+async function answer(path: string, options: Options): Promise<Response> {
   const startedAt = Date.now();
   let response = await send(path, options);
   // Without the CSRF cookie there is no session to refresh (the refresh would be refused).
@@ -180,8 +184,25 @@ export async function api<T>(path: string, options: Options = {}): Promise<Answe
     onSignedOut();
   }
   if (!response.ok) throw new ApiError(await problemOf(response));
+  return response;
+}
+
+/** A request to a documented REST path; resolves with the JSON body and the ETag. */
+export async function api<T>(path: string, options: Options = {}): Promise<Answer<T>> {
+  const response = await answer(path, options);
   const body = response.status === 204 ? (undefined as T) : ((await response.json()) as T);
   return { body, etag: response.headers.get('ETag') ?? undefined, status: response.status };
+}
+
+/** A file's bytes (GET /attachments/{id}/content): the same session, refresh and errors. */
+export async function download(path: string): Promise<Blob> {
+  const response = await answer(path, { accept: '*/*' });
+  try {
+    return await response.blob();
+  } catch (error) {
+    // The connection broke while the bytes came.
+    throw new NetworkError(error instanceof Error ? error.message : 'network error');
+  }
 }
 
 interface TokenAnswer {

@@ -1,7 +1,7 @@
 // The app's IndexedDB database: what must survive a reload and be seen alike by every tab at once
 // (localStorage is not: Chromium hands a change to other tabs a moment later).
 //
-//   outbox   status changes made offline, in order (outbox.ts)
+//   outbox   changes made offline (a status, a place on a drawing), in order (outbox.ts)
 //   session  one record, 'clock': when a refresh is due and when the last one was (api.ts)
 
 const NAME = 'weld-app';

@@ -18,6 +18,8 @@ export interface ChangeEvent {
 }
 
 const TYPES = [
+  // An ISO's drawing changing (the weld map).
+  'iso.updated',
   'weld.created',
   'weld.updated',
   'weld.status_changed',

@@ -27,8 +27,10 @@ import { Dashboard, mayUseDashboard } from './dashboard.tsx';
 import { resetLive, startLive, stopLive, watchConnection } from './live.ts';
 import { IsoList } from './isos.tsx';
 import {
+  changeText,
   clearOutbox,
   flushOutbox,
+  isPlace,
   queued,
   watchOutbox,
   type Conflict,
@@ -134,9 +136,10 @@ function OfflineQueue({ changes, online }: { changes: QueuedChange[]; online: bo
     <div class="banner offline" role="status">
       {!online && <strong>Offline. </strong>}
       {changes.length > 0
-        ? `${changes.length} status change${changes.length === 1 ? '' : 's'} waiting to be sent: ` +
-          changes.map((c) => `${c.weldNumber} → ${c.status}`).join(', ')
-        : 'Status changes you make are kept and sent when the network returns.'}
+        ? `${changes.length} ${changes.some(isPlace) ? 'change' : 'status change'}` +
+          `${changes.length === 1 ? '' : 's'} waiting to be sent: ` +
+          changes.map(changeText).join(', ')
+        : 'Changes you make are kept and sent when the network returns.'}
     </div>
   );
 }
@@ -161,9 +164,11 @@ function Conflicts({ conflicts, dismiss }: { conflicts: Conflict[]; dismiss: () 
       <ul>
         {conflicts.map(({ change, current, problem }) => (
           <li key={change.key}>
-            <a href={`#/welds/${change.weldId}`}>{change.weldNumber}</a>: your change{' '}
-            {change.fromStatus} → {change.status} (made offline) was not applied.{' '}
-            {current ? `It is now ${current.status}. ` : ''}
+            <a href={`#/welds/${change.weldId}`}>{change.weldNumber}</a>:{' '}
+            {isPlace(change)
+              ? `your ${change.fromPlace ? 'move' : 'placing'} of it on the drawing`
+              : `your change ${change.fromStatus} → ${change.status}`}{' '}
+            (made offline) was not applied. {current ? `It is now ${current.status}. ` : ''}
             {whyNotApplied(problem)}
           </li>
         ))}
@@ -224,7 +229,13 @@ function App() {
     if (applied.length) {
       announce(
         `${applied.length} change${applied.length === 1 ? '' : 's'} made offline applied: ` +
-          applied.map((w) => `${w.weldNumber} is ${w.status}`).join(', '),
+          applied
+            .map(({ change, weld: w }) =>
+              isPlace(change)
+                ? `${w.weldNumber} is on the drawing`
+                : `${w.weldNumber} is ${w.status}`,
+            )
+            .join(', '),
       );
     }
     if (found.length) setConflicts((before) => [...before, ...found]);

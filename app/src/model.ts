@@ -35,8 +35,44 @@ export interface Weld {
   preheatF: number | null;
   status: Status;
   repairCycle: number;
+  /**
+   * Its place on its ISO's drawing (weld-map.tsx): a page, and fractions of the page's width and
+   * height from the top-left corner; all three or none.
+   */
+  mapPage: number | null;
+  mapX: number | null;
+  mapY: number | null;
   version: number;
   updatedAt: string;
+}
+
+/** An ISO's welds read best in weld number order (W2 before W10). */
+export const byWeldNumber = (a: Weld, b: Weld): number =>
+  a.weldNumber.localeCompare(b.weldNumber, undefined, { numeric: true });
+
+/** The ETag of a weld as the app holds it (If-Match checks the version). */
+export const tagOf = (weld: Weld): string => `"${weld.version}"`;
+
+/** An ISO as GET /isos/{id} answers it (what the app uses of it). */
+export interface Iso {
+  id: string;
+  isoNumber: string;
+  lineNumber: string;
+  /** The attachment (of this ISO: a PDF or an image) that is its drawing. */
+  drawingId: string | null;
+  version: number;
+}
+
+/** A file kept with a record (POST /attachments): here, an ISO's drawings. */
+export interface Attachment {
+  id: string;
+  fileName: string;
+  contentType: 'application/pdf' | 'image/png' | 'image/jpeg' | 'text/csv';
+  sizeBytes: number;
+  isoId: string | null;
+  description: string | null;
+  version: number;
+  createdAt: string;
 }
 
 /** A pipe, fitting, flange or valve a weld joins (GET /components/{id}). */

@@ -1,9 +1,11 @@
 // The service worker (scope /app/): the app shell loads without a network, and the data the
 // inspector last read stays readable in the field.
 //
-// - The shell (the page, script, styles, manifest, icons) is cached at install, one cache per
-//   build (server/pwa.ts tells this file its version and file names), and served cache first;
-//   a new build installs beside the old one and takes over at once, deleting the old cache.
+// - The shell (the page, script, styles, manifest, icons, and pdf.js with its worker for the weld
+//   map) is cached at install, one cache per build (server/pwa.ts tells this file its version and
+//   file names), and served cache first; a new build installs beside the old one and takes over
+//   at once, deleting the old cache. pdf.js is there before any drawing is: a drawing seen before
+//   a new build still opens offline after it.
 // - GET requests to the data paths go to the network first; their answers are copied into the
 //   'weld-data' cache and given back only when the network fails. Sign-out deletes that cache
 //   (main.tsx). Auth, the event stream and every write always go to the network.
@@ -29,8 +31,12 @@ const worker = self as unknown as WorkerScope;
 
 const SHELL = `weld-shell-${BUILD_VERSION}`;
 const DATA = 'weld-data';
-/** The data paths whose reads are kept for offline use (never /auth, /events, /graphql). */
-const DATA_PATHS = /^\/(api\/)?(isos|welds|weld-transitions|ndt-records|inspections)(\/|$)/;
+/**
+ * The data paths whose reads are kept for offline use (never /auth, /events, /graphql); the
+ * attachments among them, so an ISO's drawing once seen is there in the field (weld-map.tsx).
+ */
+const DATA_PATHS =
+  /^\/(api\/)?(isos|welds|weld-transitions|ndt-records|inspections|attachments)(\/|$)/;
 
 worker.addEventListener('install', (event) => {
   event.waitUntil(

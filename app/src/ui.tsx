@@ -17,7 +17,7 @@ export interface Shell {
   announce: (message: string, at?: string) => void;
   /** Goes up when the screens should read their data again (back online, the queue sent). */
   revision: number;
-  /** The status changes waiting to be sent (outbox.ts). */
+  /** The changes waiting to be sent (outbox.ts). */
   queued: QueuedChange[];
   /** The offline queue changed (a screen queued a change). */
   queuedChange: () => void;

@@ -1,6 +1,7 @@
-// Welds: the list (GET /welds with its filters, keyset pages read on as the inspector scrolls)
-// and one weld (its fields, the status change, its history, NDT records, inspections and the code
-// rules' checks). Both follow the live stream: a weld a colleague changes is redrawn at once.
+// Welds: the list (GET /welds with its filters, keyset pages read on as the inspector scrolls;
+// an ISO's welds under its drawing, weld-map.tsx) and one weld (its fields, the status change,
+// its history, NDT records, inspections and the code rules' checks). Both follow the live
+// stream: a weld a colleague changes is redrawn at once.
 //
 // A status change offers only what the tenant's rules let this user do from the weld's status
 // (GET /weld-transitions), sends If-Match with the ETag the weld was read with and the CSRF
@@ -12,10 +13,12 @@ import { api, ApiError, NetworkError } from './api.ts';
 import { isoIndex, Progress } from './isos.tsx';
 import { onWeldChanges, subscribe, type ChangeEvent } from './live.ts';
 import {
+  byWeldNumber,
   choicesOf,
   nextSteps,
   query,
   STATUSES,
+  tagOf,
   transitionRules,
   when,
   WELD_TYPES,
@@ -35,7 +38,7 @@ import {
   type WeldChecks,
   type WeldFiller,
 } from './model.ts';
-import { enqueue } from './outbox.ts';
+import { changeText, enqueue, isPlace } from './outbox.ts';
 import {
   describeError,
   ErrorNotice,
@@ -45,6 +48,7 @@ import {
   StatusBadge,
   type Shell,
 } from './ui.tsx';
+import { WeldMap } from './weld-map.tsx';
 
 /** The width below which the weld list is a phone's: dense rows, folded filters (app.css). */
 const PHONE = window.matchMedia('(max-width: 40rem)');
@@ -52,9 +56,6 @@ const PHONE = window.matchMedia('(max-width: 40rem)');
 const PAGE = '50';
 /** An ISO's welds come in one page (nearly always), shown in weld number order. */
 const ISO_PAGE = '500';
-const byWeldNumber = (a: Weld, b: Weld) =>
-  a.weldNumber.localeCompare(b.weldNumber, undefined, { numeric: true });
-const tagOf = (weld: Weld) => `"${weld.version}"`;
 
 /** The weld of a weld event, when the event carries one newer than `known`. */
 function newerWeld(event: ChangeEvent, known: Weld | undefined): Weld | undefined {
@@ -162,7 +163,8 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
           const at = list?.findIndex((w) => w.id === event.subjectId) ?? -1;
           const weld = at >= 0 ? newerWeld(event, list![at]) : undefined;
           if (!weld) return list;
-          if (event.actorId !== shell.user.id) {
+          // Said when its status changes (not when it is only moved on the drawing, say).
+          if (event.actorId !== shell.user.id && weld.status !== list![at]!.status) {
             shell.announce(`Weld ${weld.weldNumber} is now ${weld.status}.`);
           }
           setChanged((marked) => new Set(marked).add(weld.id));
@@ -214,6 +216,7 @@ export function WeldList({ shell, params }: { shell: Shell; params: URLSearchPar
           </a>
         </p>
       )}
+      {filters.isoId && <WeldMap key={filters.isoId} shell={shell} isoId={filters.isoId} />}
       <details class="filter-fold" open={!PHONE.matches}>
         <summary>
           Filters
@@ -464,6 +467,7 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
         : null,
     ],
     ['Preheat (°F)', weld.preheatF],
+    ['On the drawing', weld.mapPage ? `page ${weld.mapPage}` : null],
     ['Welded on', weld.weldedOn],
     ['Repair cycle', weld.repairCycle],
     ['Version', weld.version],
@@ -624,8 +628,11 @@ function StatusChange(props: {
       <div class="panel">
         {said}
         <p class="notice" role="status">
-          Offline: {weld.weldNumber} {waiting.fromStatus} → {waiting.status} is kept and will be
-          sent when the network returns; change it again after that.
+          Offline:{' '}
+          {isPlace(waiting)
+            ? changeText(waiting)
+            : `${weld.weldNumber} ${waiting.fromStatus} → ${waiting.status}`}{' '}
+          is kept and will be sent when the network returns; change it again after that.
         </p>
       </div>
     );
