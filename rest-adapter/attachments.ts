@@ -374,11 +374,18 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
       },
       handler: async (req, res) => {
         const key = idempotencyKeyOf(req);
+        // Before a byte of the body is read: the tenant's limit, and whether the caller's role may
+        // attach at all (a viewer's 25 MB is refused at the door, not after it arrived).
         const { rows: settings } = await inDatabase(pool, req, (db) =>
-          db.query<{ limit: string }>(
-            'select attachment_max_bytes as limit from weld_public.tenant_settings',
+          db.query<{ limit: string; may: boolean }>(
+            `select s.attachment_max_bytes as limit,
+                    has_column_privilege('weld_public.attachments', 'sha256', 'insert') as may
+               from weld_public.tenant_settings s`,
           ),
         );
+        if (settings[0] && !settings[0].may) {
+          throw problemOf('role-not-allowed', { detail: 'Your role may not attach files.' });
+        }
         const limit = Math.min(Number(settings[0]?.limit ?? options.maxBytes), options.maxBytes);
         // (A body's form fields and boundaries are a few kilobytes more than its file.)
         if (Number(req.get('content-length') ?? 0) > limit + 64 * 1024) throw tooLarge(limit);

@@ -315,6 +315,7 @@ test("another tenant's attachment is 404 everywhere; a viewer may not upload; a 
     { name: 'v.pdf', bytes: Buffer.concat([PDF, Buffer.from('v')]) },
   );
   t.is(viewer.status, 403);
+  t.is(viewer.json.detail, 'Your role may not attach files.', 'refused before the body is read');
   t.is(await fileRows(w, sha256(Buffer.concat([PDF, Buffer.from('v')]))), 0);
 
   // The web app's cookie session: without X-CSRF-Token refused, with it taken.
