@@ -8,8 +8,7 @@
 //
 // What is attached where is the database's (weld_public.attachments, row security); the store
 // holds bytes only and is never read without that row having been read first as the caller.
-// Also here: what a file is, judged by its bytes (sniffAttachment), never by its name or the type
-// a client declares.
+// What a file is: db/file-types.ts.
 import { createReadStream } from 'node:fs';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -23,9 +22,7 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import type { ATTACHMENT_TYPES } from './vocabulary.ts';
-
-export type AttachmentType = (typeof ATTACHMENT_TYPES)[number];
+import type { AttachmentType } from './file-types.ts';
 
 /** A stored file: its tenant and the SHA-256 of its bytes (hex). */
 export interface StoreKey {
@@ -189,61 +186,4 @@ export function openStore(
   config: { kind: 'local'; root: string } | ({ kind: 's3' } & S3Options),
 ): AttachmentStore {
   return config.kind === 'local' ? new LocalStore(config.root) : new S3Store(config);
-}
-
-//------------------------------------------------------------------------------------------------
-// What a file is
-
-/** Enough of the start of a file to judge it by. */
-export const SNIFF_BYTES = 1024;
-
-const startsWith = (head: Uint8Array, signature: number[]) =>
-  signature.every((byte, i) => head[i] === byte);
-
-/**
- * The type of a file by its first bytes: PDF, PNG and JPEG by their signatures; anything else is
- * a candidate CSV (text), which `TextCheck` then reads whole. undefined: it cannot be any of them.
- */
-export function sniffAttachment(head: Uint8Array): AttachmentType | undefined {
-  if (startsWith(head, [0x25, 0x50, 0x44, 0x46, 0x2d])) return 'application/pdf'; // %PDF-
-  if (startsWith(head, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png';
-  if (startsWith(head, [0xff, 0xd8, 0xff])) return 'image/jpeg';
-  return 'text/csv';
-}
-
-/**
- * Whether a candidate CSV is one, read a piece at a time: UTF-8 text without control characters
- * but tab, CR and LF, and not markup. A file whose first character (after a BOM and white space)
- * is "<" is refused: HTML, XML or SVG renamed .csv is how a script gets into a download, and no
- * register starts that way.
- */
-export class TextCheck {
-  private readonly decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
-  private started = false;
-  problem: string | undefined;
-
-  push(chunk: Uint8Array, last = false): void {
-    if (this.problem) return;
-    let text: string;
-    try {
-      text = this.decoder.decode(chunk, { stream: !last });
-    } catch {
-      this.problem = 'it is not a PDF, PNG or JPEG, and not UTF-8 text (CSV)';
-      return;
-    }
-    if (!this.started) {
-      const first = text.trimStart();
-      if (first.length > 0) {
-        this.started = true;
-        if (first.startsWith('<')) {
-          this.problem = 'it looks like HTML or XML, which is not taken as an attachment';
-          return;
-        }
-      }
-    }
-    // eslint-disable-next-line no-control-regex
-    if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) {
-      this.problem = 'it holds control characters, so it is no CSV text (nor a PDF, PNG or JPEG)';
-    }
-  }
 }

@@ -15,6 +15,7 @@ import { zipSync, type ZipOptions, type Zippable } from 'fflate';
 import {
   PDFContentStream,
   PDFDocument,
+  PDFName,
   StandardFonts,
   degrees,
   drawText as textOperators,
@@ -23,6 +24,7 @@ import {
   type PDFImage,
   type PDFPage,
 } from 'pdf-lib';
+import { imageSize, sniffAttachment } from './file-types.ts';
 
 export interface DossierAttachment {
   fileName: string; // as uploaded, e.g. "RT-0042.pdf"
@@ -446,6 +448,13 @@ async function placementOf(doc: PDFDocument, attachment: DossierAttachment): Pro
     case 'application/pdf':
       try {
         const source = await PDFDocument.load(attachment.bytes, { updateMetadata: false });
+        // What a page would do or link to when opened (JavaScript, a link to a phishing page, a
+        // form) is not the dossier's: its actions and annotations stay behind, before copying
+        // (a copy takes every object the page refers to).
+        for (const page of source.getPages()) {
+          page.node.delete(PDFName.of('AA'));
+          page.node.delete(PDFName.of('Annots'));
+        }
         const pages = source.getPageCount();
         if (pages === 0) return { kind: 'zip only', reason: 'the PDF has no pages' };
         await trialCopy(source);
@@ -455,6 +464,10 @@ async function placementOf(doc: PDFDocument, attachment: DossierAttachment): Pro
       }
     case 'image/png':
     case 'image/jpeg':
+      // (A PNG is decoded whole to be embedded: its pixels are counted first.)
+      if (pixelsOf(attachment.bytes) > MAX_APPENDED_PIXELS) {
+        return { kind: 'zip only', reason: 'the image is too large to append' };
+      }
       try {
         const image =
           attachment.contentType === 'image/png'
@@ -471,6 +484,17 @@ async function placementOf(doc: PDFDocument, attachment: DossierAttachment): Pro
       };
   }
 }
+
+/**
+ * The largest image appended (16 megapixels: an A1 drawing scanned at 200 dpi); a larger one is
+ * in the ZIP only. Decoded, a PNG takes 4 bytes a pixel.
+ */
+export const MAX_APPENDED_PIXELS = 16_000_000;
+
+const pixelsOf = (bytes: Uint8Array) => {
+  const size = imageSize(bytes);
+  return size ? size.width * size.height : Infinity;
+};
 
 /** Everything appending does to a PDF's pages, done in a scratch document: throws if it fails. */
 async function trialCopy(source: PDFDocument): Promise<void> {
@@ -542,6 +566,9 @@ function appendImage(
 
 const orNone = (value: string | null, none = '\u2014') => value ?? none;
 
+/** "1 weld", "2 welds". */
+const counted = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 function readinessSection(flow: Flow, data: DossierData): void {
   flow.section('Readiness at release');
   const { ready, reasons } = data.readiness;
@@ -592,7 +619,7 @@ function isoSection(flow: Flow, data: DossierData): void {
 function weldLogSection(flow: Flow, data: DossierData): void {
   flow.section('Weld log');
   if (data.welds.length === 0) return flow.paragraph('No welds.');
-  flow.paragraph(`${data.welds.length} welds on ${data.isos.length} ISOs.`);
+  flow.paragraph(`${counted(data.welds.length, 'weld')} on ${counted(data.isos.length, 'ISO')}.`);
   flow.table(
     [
       { title: 'Weld', width: 52 },
@@ -672,7 +699,7 @@ function punchSection(flow: Flow, data: DossierData): void {
     const of = items.filter((item) => item.category === category);
     return `${of.length} category ${category} (${of.filter((item) => !item.closedOn).length} open)`;
   };
-  flow.paragraph(`${items.length} punch items: ${count('A')}, ${count('B')}.`);
+  flow.paragraph(`${counted(items.length, 'punch item')}: ${count('A')}, ${count('B')}.`);
   const by = (on: string, who: string | null) => (who ? `${on} by ${who}` : on);
   flow.table(
     [
@@ -1036,7 +1063,11 @@ export function dossierZip(
   for (const { name, bytes } of attachmentEntries(attachments).sort((a, b) =>
     a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
   )) {
-    entries[name] = [bytes, options];
+    // PDFs and images are compressed already: stored as they are (time, not bytes, is saved).
+    entries[name] = [
+      bytes,
+      sniffAttachment(bytes) === 'text/csv' ? options : { ...options, level: 0 },
+    ];
   }
   const zip = zipSync(entries);
   setDosTimes(zip, generatedAt);

@@ -17,7 +17,7 @@
 // attachments tables of migrations/ and the housekeeping's sweep.
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Transform } from 'node:stream';
@@ -26,13 +26,14 @@ import busboy from 'busboy';
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
+import type { AttachmentStore } from '../db/attachment-store.ts';
 import {
+  imageSize,
   sniffAttachment,
   SNIFF_BYTES,
   TextCheck,
-  type AttachmentStore,
   type AttachmentType,
-} from '../db/attachment-store.ts';
+} from '../db/file-types.ts';
 import { prepared } from '../db/database.ts';
 import { ATTACHMENT_TYPES } from '../db/vocabulary.ts';
 import {
@@ -46,6 +47,7 @@ import {
   ref,
 } from './http/operation.ts';
 import { HttpProblem, problemOf, problems, zodIssues } from './http/problem.ts';
+import { inFlightOf } from './http/in-flight.ts';
 import { dataBase, type Route } from './http/route.ts';
 import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
 import {
@@ -90,7 +92,10 @@ export const attachments = defineResource({
         .string()
         .min(1)
         .max(255)
-        .regex(/^[^\p{Cc}/\\]+$/u, 'must be a file name (no path, no control characters)')
+        .regex(
+          /^[^\p{Cc}\p{Cf}/\\]+$/u,
+          'must be a file name (no path, no control or formatting characters)',
+        )
         .refine((name) => name !== '.' && name !== '..', 'must be a file name')
         .describe("the file's name as uploaded, without its path"),
     }),
@@ -153,18 +158,13 @@ export interface AttachmentOptions {
 }
 
 /** The form's text fields: exactly one owner, and a description. */
-const UploadFields = z
-  .strictObject({
-    ...(Object.fromEntries(OWNERS.map((name) => [name, z.uuid().optional()])) as Record<
-      Owner,
-      z.ZodOptional<z.ZodUUID>
-    >),
-    description: z.string().max(2000).optional(),
-  })
-  .refine((fields) => OWNERS.filter((name) => fields[name] !== undefined).length === 1, {
-    message: `must name exactly one record: ${OWNERS.join(', ')}`,
-    path: ['isoId'],
-  });
+const UploadFields = z.strictObject({
+  ...(Object.fromEntries(OWNERS.map((name) => [name, z.uuid().optional()])) as Record<
+    Owner,
+    z.ZodOptional<z.ZodUUID>
+  >),
+  description: z.string().max(2000).optional(),
+});
 
 /** A file received: where it waits, and what it is. */
 interface Received {
@@ -187,7 +187,7 @@ const tooLarge = (limit: number) =>
 function cleanFileName(given: string | undefined, type: AttachmentType | undefined): string {
   const base = (given ?? '').split(/[/\\]/).pop() ?? '';
   const name = base
-    .replace(/\p{Cc}/gu, '')
+    .replace(/[\p{Cc}\p{Cf}]/gu, '')
     .trim()
     .slice(0, 255);
   if (name && name !== '.' && name !== '..') return name;
@@ -294,10 +294,17 @@ async function receive(
 const malformed = () =>
   new HttpProblem(400, { detail: 'The multipart/form-data body is malformed.' });
 
-/** The Content-Disposition of a download: the name as given, and an ASCII stand-in. */
+/**
+ * The Content-Disposition of a download: the name as given (RFC 8187: every character but
+ * letters, digits and !#$&+-.^_`|~ percent-encoded), and an ASCII stand-in.
+ */
 export function downloadDisposition(fileName: string): string {
   const ascii = fileName.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 /** Headers that keep a file from running as a page, whatever it holds. */
@@ -309,6 +316,47 @@ export const DOWNLOAD_HEADERS = {
 };
 
 const ownerList = OWNERS.join(', ');
+
+/**
+ * Uploads one tenant may have in flight on an instance: each holds a temporary file of up to its
+ * limit while it arrives, and a slow client could otherwise fill the disk with them.
+ */
+export const UPLOADS_PER_TENANT = 4;
+
+/**
+ * The most pixels an image may have (40 megapixels: an A0 drawing scanned at 150 dpi is 35).
+ * Its compressed bytes say little: a 400 KB PNG can unpack to 20,000 x 20,000 pixels, 1.6 GB.
+ */
+export const MAX_IMAGE_PIXELS = 40_000_000;
+
+/**
+ * A call of the attachment store: a failure is the store's (503 /problems/store-unavailable,
+ * logged), not taken for the database's.
+ */
+export async function inStore<T>(req: Request, what: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    req.log.warn({ err: error }, `attachment store: ${what} failed`);
+    throw problemOf('store-unavailable', {
+      detail: 'The file store does not answer; try again shortly.',
+      headers: { 'Retry-After': '5' },
+    });
+  }
+}
+
+/** An image's header, from the first megabyte of the file (where a JPEG's size marker is). */
+async function imagePixels(file: string): Promise<number | undefined> {
+  const handle = await open(file);
+  try {
+    const head = Buffer.alloc(1024 * 1024);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const size = imageSize(head.subarray(0, bytesRead));
+    return size && size.width * size.height;
+  } finally {
+    await handle.close();
+  }
+}
 
 export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Route[] {
   const { store } = options;
@@ -389,6 +437,15 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
         const limit = Math.min(Number(settings[0]?.limit ?? options.maxBytes), options.maxBytes);
         // (A body's form fields and boundaries are a few kilobytes more than its file.)
         if (Number(req.get('content-length') ?? 0) > limit + 64 * 1024) throw tooLarge(limit);
+        const done = inFlightOf(pool, 'uploads').take(req.tenant!.id, UPLOADS_PER_TENANT);
+        if (!done) {
+          throw problemOf('too-many-uploads', {
+            detail: `This tenant already has ${UPLOADS_PER_TENANT} uploads in progress here, the most it may; try again when one is done.`,
+            headers: { 'Retry-After': '5' },
+            extensions: { limit: UPLOADS_PER_TENANT },
+          });
+        }
+        res.on('close', done);
         const dir = await mkdtemp(path.join(tmpdir(), 'weld-attachment-'));
         try {
           const { fields, received } = await receive(req, dir, limit);
@@ -398,6 +455,9 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
             ...(received ? [] : [{ pointer: '/file', detail: 'is required (a part named file)' }]),
             ...(received?.size === 0 ? [{ pointer: '/file', detail: 'is empty' }] : []),
             ...(parsed.success ? [] : zodIssues(parsed.error)),
+            ...(parsed.success && OWNERS.filter((name) => parsed.data[name]).length !== 1
+              ? [{ pointer: '', detail: `must name exactly one record: ${OWNERS.join(', ')}` }]
+              : []),
           ];
           if (issues.length) throw problems.validation(issues);
           const file = received!;
@@ -405,6 +465,17 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
             throw problems.unsupportedMediaType(
               `The file is not taken: ${file.problem ?? 'it is not a PDF, PNG, JPEG or CSV'}.`,
             );
+          }
+          if (file.type === 'image/png' || file.type === 'image/jpeg') {
+            const pixels = await imagePixels(file.file);
+            if (pixels === undefined || pixels > MAX_IMAGE_PIXELS) {
+              throw problemOf('content-too-large', {
+                detail:
+                  pixels === undefined
+                    ? 'The image has no size in its header: it cannot be taken.'
+                    : `The image is ${pixels} pixels, more than the ${MAX_IMAGE_PIXELS} an attachment may have.`,
+              });
+            }
           }
           const body = parsed.data!;
           const owner = OWNERS.find((name) => body[name] !== undefined)!;
@@ -445,9 +516,11 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
               ),
             );
             const storeKey = { tenantId: stored.rows[0]!.tenant_id, sha256: file.sha256 };
-            if (stored.rows[0]!.created || !(await store.has(storeKey))) {
-              await store.put(storeKey, file.file, file.size, file.type!);
-            }
+            await inStore(req, 'put', async () => {
+              if (stored.rows[0]!.created || !(await store.has(storeKey))) {
+                await store.put(storeKey, file.file, file.size, file.type!);
+              }
+            });
             const item = (await readItemJson(db, attachments, rows[0]!.id))!;
             const created = {
               status: 201,
@@ -523,7 +596,9 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
           res.status(304).end();
           return;
         }
-        const bytes = await store.get({ tenantId: found.tenant_id, sha256: found.sha256 });
+        const bytes = await inStore(req, 'get', () =>
+          store.get({ tenantId: found.tenant_id, sha256: found.sha256 }),
+        );
         if (!bytes) {
           throw new Error(`attachment ${id}: the store has no file ${found.sha256}`);
         }

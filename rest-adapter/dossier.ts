@@ -3,22 +3,78 @@
 // What it says is SQL's (weld_hidden.test_package_dossier: who may, which packages, the weld
 // log, the NDT lots, the punch list, the files), read in one transaction as the caller; the files'
 // bytes come from the attachment store; db/dossier.ts lays out the PDF (and the ZIP of the PDF
-// and the original files). Reproducible: the same package gives the same bytes but for the
-// generation stamp (on the cover, in the PDF's dates, and the ZIP entries' times).
+// and the original files) in a worker thread (db/dossier-worker.ts), one dossier at a time per
+// instance, with a memory limit and a time limit. Reproducible: the same package gives the same
+// bytes but for the generation stamp (on the cover, in the PDF's dates, the ZIP entries' times).
+import { Worker } from 'node:worker_threads';
 import type { Request, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
-import type { AttachmentStore, AttachmentType } from '../db/attachment-store.ts';
+import type { AttachmentStore } from '../db/attachment-store.ts';
+import type { AttachmentType } from '../db/file-types.ts';
 import { prepared } from '../db/database.ts';
-import { dossierZip, renderDossierPdf, type DossierData } from '../db/dossier.ts';
+import type { DossierData } from '../db/dossier.ts';
+import type { DossierJob } from '../db/dossier-worker.ts';
 import { common, idParam, problem, queryParameters } from './http/operation.ts';
 import { problemOf, problems } from './http/problem.ts';
 import { queryOf, type Route } from './http/route.ts';
-import { downloadDisposition, DOWNLOAD_HEADERS } from './attachments.ts';
+import { downloadDisposition, DOWNLOAD_HEADERS, inStore } from './attachments.ts';
 import { inDatabase, pathId } from './resource.ts';
 
 /** The most a dossier gathers of its files, in bytes: it is assembled in memory. */
 export const DOSSIER_MAX_FILE_BYTES = 256 * 1024 * 1024;
+
+/** A dossier's worker: its heap (the files' bytes are outside it), and how long it may take. */
+export const DOSSIER_WORKER = { heapMb: 1024, timeoutMs: 120_000 };
+
+const WORKER = new URL('../db/dossier-worker.ts', import.meta.url);
+
+/** The dossiers of this instance, built one after the other. */
+let queue: Promise<unknown> = Promise.resolve();
+
+/**
+ * Builds one dossier in a worker thread, after those before it: its bytes; 422
+ * /problems/dossier-too-large when the worker runs out of memory (the files are too much to lay
+ * out), 503 /problems/timeout when it takes longer than DOSSIER_WORKER.timeoutMs.
+ */
+function buildInWorker(job: DossierJob): Promise<Uint8Array> {
+  const run = () =>
+    new Promise<Uint8Array>((resolve, reject) => {
+      const transfer = [...new Set(job.data.attachments.map((a) => a.bytes.buffer))];
+      const worker = new Worker(WORKER, {
+        workerData: job,
+        transferList: transfer as ArrayBuffer[],
+        resourceLimits: { maxOldGenerationSizeMb: DOSSIER_WORKER.heapMb },
+      });
+      const timer = setTimeout(() => {
+        reject(
+          problemOf('timeout', {
+            detail: `The dossier took longer than ${DOSSIER_WORKER.timeoutMs / 1000} s to lay out.`,
+          }),
+        );
+        void worker.terminate();
+      }, DOSSIER_WORKER.timeoutMs);
+      worker.once('message', (body: Uint8Array) => {
+        clearTimeout(timer);
+        resolve(body);
+        void worker.terminate();
+      });
+      worker.once('error', (error: Error & { code?: string }) => {
+        clearTimeout(timer);
+        reject(
+          error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+            ? problemOf('dossier-too-large', {
+                detail:
+                  'Its files take more memory to lay out than a dossier may: download them one by one (GET /attachments/{id}/content).',
+              })
+            : error,
+        );
+      });
+    });
+  const built = queue.then(run, run);
+  queue = built.catch(() => {});
+  return built;
+}
 
 const DossierQuery = z.strictObject({
   format: z
@@ -48,7 +104,8 @@ const dossierName = (packageNumber: string, extension: string) =>
 async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
+  // A copy in memory of its own: it is handed to the worker (a small Buffer shares a pool).
+  return new Uint8Array(Buffer.concat(chunks));
 }
 
 export function dossierRoutes(pool: pg.Pool, store: AttachmentStore): Route[] {
@@ -66,7 +123,8 @@ export function dossierRoutes(pool: pg.Pool, store: AttachmentStore): Route[] {
           'examinations, punch items and the WPSs, PQRs and qualifications its welds were made under; the PDF ' +
           'files and images among them are appended. With Accept: application/zip (or format=zip): a ZIP of the ' +
           'PDF and the original files. Reproducible: the same package gives the same bytes but for the generation ' +
-          `stamp. Only a package that was released (released, tested or closed). Its files together at most ${DOSSIER_MAX_FILE_BYTES} bytes. Who: engineer.`,
+          'stamp (files attached later are in a later dossier). Only a package that was released (released, tested ' +
+          `or closed). Its files together at most ${DOSSIER_MAX_FILE_BYTES} bytes; one dossier is laid out at a time on an instance. Who: engineers and admins.`,
         parameters: [idParam, ...queryParameters(DossierQuery)],
         responses: {
           '200': {
@@ -110,26 +168,29 @@ export function dossierRoutes(pool: pg.Pool, store: AttachmentStore): Route[] {
             detail: `Its ${dossier.attachments.length} files are ${total} bytes together, over the ${DOSSIER_MAX_FILE_BYTES} a dossier gathers: download them one by one (GET /attachments/{id}/content).`,
           });
         }
+        // Each file read once, however many records it is attached to.
         const tenantId = req.tenant!.id;
+        const read = new Map<string, Uint8Array>();
         const attachments = [];
         for (const file of dossier.attachments) {
-          const bytes = await store.get({ tenantId, sha256: file.sha256 });
-          if (!bytes) throw new Error(`dossier: the store has no file ${file.sha256}`);
-          attachments.push({
-            ...file,
-            sizeBytes: Number(file.sizeBytes),
-            bytes: await readAll(bytes),
-          });
+          let bytes = read.get(file.sha256);
+          if (!bytes) {
+            const stream = await inStore(req, 'get', () =>
+              store.get({ tenantId, sha256: file.sha256 }),
+            );
+            if (!stream) throw new Error(`dossier: the store has no file ${file.sha256}`);
+            bytes = await inStore(req, 'read', () => readAll(stream));
+            read.set(file.sha256, bytes);
+          }
+          attachments.push({ ...file, sizeBytes: Number(file.sizeBytes), bytes });
         }
         const data: DossierData = {
           ...dossier,
           heatTreatmentPresent: dossier.welds.some((w) => w.pwht !== null || w.hardness !== null),
           attachments,
         };
-        const generatedAt = new Date();
-        const pdf = await renderDossierPdf(data, generatedAt);
         const pdfName = dossierName(dossier.package.packageNumber, 'pdf');
-        const body = zip ? dossierZip(pdfName, pdf, attachments, generatedAt) : pdf;
+        const body = await buildInWorker({ data, generatedAt: Date.now(), zip, pdfName });
         res.set({
           ...DOWNLOAD_HEADERS,
           Vary: 'Accept',

@@ -4,6 +4,7 @@
 //
 // The bare paths are canonical (spec section 4); /api is the second server base, with identical
 // behaviour, for the data paths only (auth, health, GraphQL and the documents live at the root).
+import { UPLOADS_PER_TENANT } from './attachments.ts';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { WELD_STATUSES } from '../db/vocabulary.ts';
@@ -36,6 +37,7 @@ ${problemTable('openapi', {
   importErrors: MAX_IMPORT_ERRORS,
   webhooksPerTenant: MAX_WEBHOOKS_PER_TENANT,
   webhookTestsPerTenant: MAX_WEBHOOK_TESTS_PER_TENANT,
+  uploadsPerTenant: UPLOADS_PER_TENANT,
 })}`;
 
 /** The paths of the routes that describe themselves (Route.doc), in route order. */

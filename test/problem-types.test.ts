@@ -17,6 +17,7 @@ import {
   type ProblemSlug,
   type ProblemTypeEntry,
 } from '../rest-adapter/http/problem-types.ts';
+import { UPLOADS_PER_TENANT } from '../rest-adapter/attachments.ts';
 import { IMPORTS_PER_TENANT } from '../rest-adapter/imports.ts';
 import { REPORTS_PER_TENANT, REPORTS_PER_USER } from '../rest-adapter/reports.ts';
 import { serviceDocument } from './helpers/service-document.ts';
@@ -31,6 +32,7 @@ const LIMITS: ProblemLimits = {
   importErrors: MAX_IMPORT_ERRORS,
   webhooksPerTenant: MAX_WEBHOOKS_PER_TENANT,
   webhookTestsPerTenant: MAX_WEBHOOK_TESTS_PER_TENANT,
+  uploadsPerTenant: UPLOADS_PER_TENANT,
 };
 const entries = Object.entries(PROBLEM_TYPES) as [ProblemSlug, ProblemTypeEntry][];
 

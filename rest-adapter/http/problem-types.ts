@@ -42,6 +42,8 @@ export interface ProblemLimits {
   reportsPerTenant: number;
   /** REPORTS_PER_USER, rest-adapter/reports.ts */
   reportsPerUser: number;
+  /** UPLOADS_PER_TENANT, rest-adapter/attachments.ts */
+  uploadsPerTenant: number;
 }
 
 export interface ProblemTypeEntry {
@@ -340,6 +342,18 @@ export const PROBLEM_TYPES = {
     title: 'Too many webhook tests',
     description:
       '`POST /webhooks/{id}/test`: the tenant already has {{webhookTestsPerTenant}} test messages in flight on this instance; `Retry-After`',
+  },
+  'too-many-uploads': {
+    status: 429,
+    title: 'Too many uploads',
+    description:
+      '`POST /attachments`: the tenant already has {{uploadsPerTenant}} uploads in progress on this instance, the most allowed at once; `limit`, `Retry-After`',
+  },
+  'store-unavailable': {
+    status: 503,
+    title: 'File store unavailable',
+    description:
+      'the attachment store (the files directory, or S3) did not answer; nothing was written; `Retry-After`',
   },
   'dossier-too-large': {
     status: 422,

@@ -1,9 +1,15 @@
 // The operator's commands of F18: weld-admin tenant remove and tenant reset (asked first, past the
 // rules, nothing of another tenant touched), user enable and user role (sessions end as the rules
 // say), and seed --append (a second project beside the first, no key in common).
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import test from 'ava';
 import type pg from 'pg';
-import { connectClient } from '../../db/database.ts';
+import { LocalStore, type AttachmentStore, type StoreKey } from '../../db/attachment-store.ts';
+import { connectClient, createPool } from '../../db/database.ts';
+import { sweepAttachmentFiles } from '../../server/housekeeping.ts';
 import { migratedDatabase } from '../helpers/database.ts';
 import { ownerClient } from '../helpers/fixtures.ts';
 import { runCli } from '../helpers/server.ts';
@@ -322,6 +328,54 @@ test('a reset keeps the OAuth2 clients (and their users), a removal takes them',
   await cli(['tenant', 'remove', 'alpha', '--yes']);
   t.is(
     (await owner.query('select count(*)::int as n from weld_private.oauth_clients')).rows[0].n,
+    0,
+  );
+});
+
+test("a reset or removed tenant's files leave the store with the housekeeping's sweep", async (t) => {
+  const { owner, cli, ids, target } = await setup(t);
+  const dir = await mkdtemp(path.join(tmpdir(), 'weld-cli-files-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const store: AttachmentStore = new LocalStore(path.join(dir, 'store'));
+  const pool = createPool(target.authenticatorUrl, { max: 2, onError: () => {} });
+  t.teardown(() => pool.end());
+  // One file attached to an ISO of each tenant, put in the store as an upload would.
+  const files: Record<'alpha' | 'bravo', StoreKey> = {} as never;
+  for (const slug of ['alpha', 'bravo'] as const) {
+    const bytes = Buffer.from(`%PDF-1.4 ${slug}\n`);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const file = path.join(dir, `${slug}.pdf`);
+    await writeFile(file, bytes);
+    files[slug] = { tenantId: ids[slug], sha256 };
+    await store.put(files[slug], file, bytes.length, 'application/pdf');
+    await owner.query(
+      `insert into weld_hidden.attachment_files (tenant_id, sha256, size_bytes, content_type, put_at)
+       values ($1, $2, $3, 'application/pdf', now() - interval '2 hours')`,
+      [ids[slug], sha256, bytes.length],
+    );
+    await owner.query(
+      `insert into weld_public.attachments (tenant_id, sha256, file_name, content_type, size_bytes, iso_id)
+       select $1, $2, 'drawing.pdf', 'application/pdf', $3, i.id
+         from weld_public.isos i where i.tenant_id = $1 limit 1`,
+      [ids[slug], sha256, bytes.length],
+    );
+  }
+  t.is(await sweepAttachmentFiles(pool, store), 0, 'both are attached');
+
+  // A reset takes the attachments and keeps the file's row: unreferenced, it is swept.
+  await cli(['tenant', 'reset', 'alpha', '--yes']);
+  t.true(await store.has(files.alpha));
+  t.is(await sweepAttachmentFiles(pool, store), 1);
+  t.false(await store.has(files.alpha));
+
+  // A removal takes every row of the tenant, and notes its files for the sweep.
+  await cli(['tenant', 'remove', 'bravo', '--yes']);
+  t.true(await store.has(files.bravo));
+  t.is(await sweepAttachmentFiles(pool, store), 1);
+  t.false(await store.has(files.bravo));
+  t.is(
+    (await owner.query('select count(*)::int as n from weld_private.attachment_files_left')).rows[0]
+      .n,
     0,
   );
 });

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { crc32, deflateSync } from 'node:zlib';
 import test from 'ava';
 import { unzipSync } from 'fflate';
-import { PDFDocument, StandardFonts, degrees } from 'pdf-lib';
+import { PDFDocument, PDFName, PDFString, StandardFonts, degrees } from 'pdf-lib';
 import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import {
   dossierZip,
@@ -680,6 +680,61 @@ test('an empty package renders: no welds, punch items, NDT or attachments', asyn
   }
   t.false(all.includes('PWHT'));
   t.true(pages[6]!.text.includes('page 7 of 7'));
+});
+
+/** A one-page PDF whose page runs JavaScript when opened and links to a page elsewhere. */
+async function activePdf(): Promise<Uint8Array> {
+  const doc = await PDFDocument.create();
+  const page = doc.addPage([595, 842]);
+  page.drawText('A report with active content', {
+    x: 72,
+    y: 760,
+    size: 14,
+    font: await doc.embedFont(StandardFonts.Helvetica),
+  });
+  const { context } = doc;
+  page.node.set(
+    PDFName.of('AA'),
+    context.obj({ O: { S: 'JavaScript', JS: PDFString.of('app.alert("from the dossier")') } }),
+  );
+  const link = context.register(
+    context.obj({
+      Type: 'Annot',
+      Subtype: 'Link',
+      Rect: [72, 700, 300, 720],
+      A: { S: 'URI', URI: PDFString.of('https://evil.example/login') },
+    }),
+  );
+  page.node.set(PDFName.of('Annots'), context.obj([link]));
+  return doc.save({ useObjectStreams: false });
+}
+
+test("an appended PDF's actions and annotations stay behind; an image too large to append is in the ZIP only", async (t) => {
+  const active = await activePdf();
+  const text = new TextDecoder('latin1').decode(active);
+  t.true(text.includes('/JavaScript') && text.includes('evil.example'), 'the source has them');
+  const big = new Uint8Array(
+    Buffer.concat([Buffer.from(png(1, 1)).subarray(0, 16), Buffer.alloc(40)]),
+  );
+  // (IHDR claiming 5,000 x 4,000: 20 megapixels.)
+  new DataView(big.buffer).setUint32(16, 5000);
+  new DataView(big.buffer).setUint32(20, 4000);
+  const data: DossierData = {
+    ...sampleData(),
+    attachments: [
+      attachment('active.pdf', 'application/pdf', 'NDT record RT-9', active),
+      attachment('huge.png', 'image/png', 'ISO 100-A', big),
+    ],
+  };
+  const bytes = await renderDossierPdf(data, GENERATED_AT);
+  const out = new TextDecoder('latin1').decode(bytes);
+  t.false(out.includes('/JavaScript'), 'no script');
+  t.false(out.includes('evil.example'), 'no link');
+  const pages = await readPdf(bytes);
+  const all = pages.map((page) => page.text).join('\n');
+  t.true(all.includes('A report with active content'), 'the page itself is there');
+  // (A cell's wrapped lines come out joined: compared without white space.)
+  t.true(squash(all).includes(squash('in the ZIP only (the image is too large to append)')));
 });
 
 // ---------------------------------------------------------------------------------------------

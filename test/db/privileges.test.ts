@@ -458,6 +458,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg__hold_weld_records()': rules,
     'weld_private.tg_film_interval_welds__examination_change()': rules,
     'weld_private.tg_film_intervals__examination_change()': rules,
+    'weld_private.tg_attachments__file_facts()': owner,
     'weld_private.tg_sessions__notify_revoked()': owner,
     'weld_private.tg_sessions__stamp_revocation()': owner,
     'weld_private.tg_tenants__seed_code_rules()': owner,

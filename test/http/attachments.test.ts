@@ -4,11 +4,15 @@
 // served only as downloads, and never to another tenant. A file leaves the store when nothing
 // refers to it any more (the housekeeping's sweep).
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import { cookieHeader, login, setCookies } from '../helpers/auth.ts';
 import type { Client } from '../helpers/http.ts';
 import { A, ok, world, type World } from '../helpers/rules-http.ts';
 import { startS3 } from '../helpers/s3.ts';
+import { S3Store } from '../../db/attachment-store.ts';
+import { UPLOADS_PER_TENANT } from '../../rest-adapter/attachments.ts';
+import { inFlightOf } from '../../rest-adapter/http/in-flight.ts';
 import { sweepAttachmentFiles } from '../../server/housekeeping.ts';
 
 /** A multipart/form-data body of the text fields and, if given, the file. */
@@ -243,8 +247,8 @@ test('the form: one file, exactly one record of your tenant; a bad form is 422 o
     return res.json.errors.map((e: { pointer: string }) => e.pointer);
   };
   t.deepEqual(await pointers({ isoId: iso.id }, false), ['/file']);
-  t.deepEqual(await pointers({}), ['/isoId']);
-  t.deepEqual(await pointers({ isoId: iso.id, pqrId: iso.id }), ['/isoId']);
+  t.deepEqual(await pointers({}), ['']);
+  t.deepEqual(await pointers({ isoId: iso.id, pqrId: iso.id }), ['']);
   t.deepEqual(await pointers({ isoId: 'not-a-uuid' }), ['/isoId']);
   t.deepEqual(await pointers({ isoId: iso.id, colour: 'red' }), ['/colour']);
   // Another tenant's ISO is no record of yours.
@@ -428,4 +432,170 @@ test("an ISO's drawing is a PDF or an image attached to it; deleted, the ISO has
   // The drawing's attachment deleted: the ISO has no drawing.
   t.is((await w.a.engineer.del(`/attachments/${drawing.id}`)).status, 204);
   t.is(ok(await w.a.viewer.get(`/isos/${iso.id}`)).drawingId, null);
+});
+
+/** A PNG's signature and IHDR chunk claiming `width` x `height` (the pixels need not follow). */
+function pngHeader(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(25);
+  ihdr.writeUInt32BE(13, 0);
+  ihdr.write('IHDR', 4);
+  ihdr.writeUInt32BE(width, 8);
+  ihdr.writeUInt32BE(height, 12);
+  ihdr.writeUInt8(8, 16);
+  ihdr.writeUInt8(6, 17);
+  return Buffer.concat([PNG.subarray(0, 8), ihdr, Buffer.alloc(64)]);
+}
+
+test('an image bomb is refused by its header: a PNG or a JPEG of more than 40 megapixels is 413', async (t) => {
+  const w = await world(t);
+  const iso = await w.make.iso('ISO-B', 'L-B');
+  const png = await upload(
+    w.a.inspector,
+    { isoId: iso.id },
+    { name: 'bomb.png', bytes: pngHeader(20000, 20000) },
+  );
+  t.is(png.status, 413, png.text);
+  t.regex(png.json.detail, /400000000 pixels, more than the 40000000/);
+  // A JPEG: SOI, an APP0 segment, then SOF0 of 10,000 x 10,000.
+  const jpeg = Buffer.from(
+    'ffd8ffe000104a46494600010100000100010000ffc0000b08271027100101001100ffd9',
+    'hex',
+  );
+  const refused = await upload(w.a.inspector, { isoId: iso.id }, { name: 'bomb.jpg', bytes: jpeg });
+  t.is(refused.status, 413, refused.text);
+  t.regex(refused.json.detail, /100000000 pixels/);
+  t.is((await w.a.viewer.get(`/attachments?isoId=${iso.id}`)).json.items.length, 0);
+  // 6,000 x 4,000 (24 megapixels) is taken.
+  const fits = await upload(
+    w.a.inspector,
+    { isoId: iso.id },
+    { name: 'scan.png', bytes: pngHeader(6000, 4000) },
+  );
+  t.is(fits.status, 201, fits.text);
+});
+
+test("files come in through the upload only: GraphQL creates none, and a row written in SQL takes its file's size and type", async (t) => {
+  const w = await world(t);
+  const iso = await w.make.iso('ISO-G', 'L-G');
+  const csv = ok(
+    await upload(w.a.inspector, { isoId: iso.id }, { name: 'r.csv', bytes: Buffer.from('a;b\n') }),
+    201,
+  );
+  const mutation = await w.gql(
+    'inspector',
+    `mutation ($a: AttachmentInput!) { createAttachment(input: { attachment: $a }) { attachment { rowId } } }`,
+    {
+      a: {
+        sha256: csv.sha256,
+        fileName: 'fake.pdf',
+        contentType: 'application/pdf',
+        sizeBytes: '999999',
+        isoId: iso.id,
+      },
+    },
+  );
+  t.truthy(mutation.json.errors, 'no createAttachment in the schema');
+  // Each record's attachments, over GraphQL.
+  const read = await w.gql(
+    'viewer',
+    `query ($id: UUID!) { allIsos(first: 1, condition: { rowId: $id }) { nodes { attachments(first: 5) { nodes { fileName contentType } } } } }`,
+    { id: iso.id },
+  );
+  t.deepEqual(read.json.data.allIsos.nodes[0].attachments.nodes, [
+    { fileName: 'r.csv', contentType: 'text/csv' },
+  ]);
+  // A DBA's row claiming another size and type gets the file's.
+  const { rows } = await w.owner.query(
+    `insert into weld_public.attachments (tenant_id, sha256, file_name, content_type, size_bytes, iso_id)
+     values ($1, $2, 'fake.pdf', 'application/pdf', 999999, $3) returning content_type, size_bytes::int`,
+    [w.tenantA, csv.sha256, iso.id],
+  );
+  t.deepEqual(rows[0], { content_type: 'text/csv', size_bytes: 4 });
+});
+
+test('file names: formatting characters refused, the download name percent-encoded past what RFC 8187 leaves bare', async (t) => {
+  const w = await world(t);
+  const iso = await w.make.iso('ISO-N', 'L-N');
+  const named = ok(
+    await upload(
+      w.a.inspector,
+      { isoId: iso.id },
+      { name: "Tom's (draft)*\u202e.pdf", bytes: PDF },
+    ),
+    201,
+  );
+  t.is(named.fileName, "Tom's (draft)*.pdf", 'the right-to-left override dropped');
+  const served = await w.a.viewer.get(`/attachments/${named.id}/content`);
+  t.is(
+    served.headers['content-disposition'],
+    `attachment; filename="Tom's (draft)*.pdf"; filename*=UTF-8''Tom%27s%20%28draft%29%2A.pdf`,
+  );
+  const renamed = await w.a.inspector.patch(`/attachments/${named.id}`, {
+    fileName: 'report\u202efdp.exe',
+  });
+  t.is(renamed.status, 422);
+});
+
+test('a store that does not answer is 503 store-unavailable, and nothing is recorded', async (t) => {
+  const w = await world(t, {
+    attachmentStore: new S3Store({
+      bucket: 'none',
+      prefix: '',
+      region: 'us-east-1',
+      endpoint: 'http://127.0.0.1:9',
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+    }),
+  });
+  const iso = await w.make.iso('ISO-S', 'L-S');
+  const res = await upload(w.a.inspector, { isoId: iso.id }, { name: 'a.pdf', bytes: PDF });
+  t.is(res.status, 503, res.text);
+  t.is(res.json.type, '/problems/store-unavailable');
+  t.is(res.headers['retry-after'], '5');
+  t.is(await fileRows(w, sha256(PDF)), 0);
+  t.is((await w.a.viewer.get(`/attachments?isoId=${iso.id}`)).json.items.length, 0);
+});
+
+test("a tenant's uploads in flight are bounded: a fifth at once is 429 too-many-uploads", async (t) => {
+  const w = await world(t);
+  const iso = await w.make.iso('ISO-U', 'L-U');
+  const token = (await login(w.port, A, 'inspector')).json.accessToken as string;
+  const { bytes, type } = await form({ isoId: iso.id }, { name: 'slow.pdf', bytes: PDF });
+  // Four uploads that send half their body and wait.
+  const held: http.ClientRequest[] = [];
+  for (let i = 0; i < UPLOADS_PER_TENANT; i++) {
+    const outgoing = http.request({
+      host: '127.0.0.1',
+      port: w.port,
+      method: 'POST',
+      path: '/attachments',
+      headers: {
+        host: A,
+        authorization: `Bearer ${token}`,
+        'content-type': type,
+        'content-length': String(bytes.length),
+      },
+    });
+    outgoing.on('error', () => {});
+    outgoing.write(bytes.subarray(0, bytes.length >> 1));
+    held.push(outgoing);
+  }
+  t.teardown(() => held.forEach((r) => r.destroy()));
+  // Once the four hold their places (the service's own count says so), a fifth is refused.
+  const uploads = inFlightOf(w.pool, 'uploads');
+  for (let i = 0; i < 300 && uploads.count(w.tenantA) < UPLOADS_PER_TENANT; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.is(uploads.count(w.tenantA), UPLOADS_PER_TENANT);
+  const res = await upload(w.a.inspector, { isoId: iso.id }, { name: 'one-more.pdf', bytes: PDF });
+  t.is(res.status, 429, res.text);
+  t.is(res.json.type, '/problems/too-many-uploads');
+  t.is(res.json.limit, UPLOADS_PER_TENANT);
+  // One ends (its client gone): its place is free again.
+  held.pop()!.destroy();
+  for (let i = 0; i < 300 && uploads.count(w.tenantA) >= UPLOADS_PER_TENANT; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const after = await upload(w.a.inspector, { isoId: iso.id }, { name: 'later.pdf', bytes: PDF });
+  t.is(after.status, 201, after.text);
 });
