@@ -69,6 +69,8 @@ export interface Attachment {
   fileName: string;
   contentType: 'application/pdf' | 'image/png' | 'image/jpeg' | 'text/csv';
   sizeBytes: number;
+  /** The SHA-256 of its bytes: two files of one name told apart. */
+  sha256: string;
   isoId: string | null;
   description: string | null;
   version: number;

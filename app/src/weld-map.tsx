@@ -509,7 +509,9 @@ export function WeldMap({ shell, isoId }: { shell: Shell; isoId: string }) {
                   Place a weld on the drawing:
                 </span>
                 {unplaced.map((w) => pickButton(w))}
-                {unplaced.length === 0 && <span class="hint">every weld is on it.</span>}
+                {unplaced.length === 0 && (
+                  <span class="hint">none left: every weld of the ISO is placed.</span>
+                )}
               </div>
               {placed.length > 0 && (
                 <details class="move-fold" open={!!picking && !!placeShown(picking)}>
@@ -698,8 +700,9 @@ function DrawingFile({
           class="chip"
           disabled={busy || !shell.online}
           onClick={() => void choose(a)}
+          title={`${a.fileName}, attached ${a.createdAt.slice(0, 10)}, ${a.sha256.slice(0, 8)}`}
         >
-          {a.fileName}
+          {a.fileName} ({a.createdAt.slice(0, 10)})
         </button>
       ))}
     </div>
