@@ -34,7 +34,7 @@ const SERVICE_SCHEMAS = String.raw`n.nspname like 'weld\_%'`;
 
 /**
  * The reference tables by decision, and why. A table without tenant_id that tenant tables
- * reference becomes a reference table by itself (a vocabulary); these four are named because
+ * reference becomes a reference table by itself (a vocabulary); these three are named because
  * they could not be anything else and a reader should not have to work out why.
  */
 export const REFERENCE_TABLES: ReadonlyMap<string, string> = new Map([
@@ -52,11 +52,6 @@ export const REFERENCE_TABLES: ReadonlyMap<string, string> = new Map([
     'weld_private.reporting_logins',
     "a reporting login is a role, and roles are the cluster's: its name is unique across tenants " +
       '(reporting_logins_role_name_key) and is how its session finds its tenant',
-  ],
-  [
-    'weld_private.attachment_files_left',
-    'the files of tenants that are gone: their tenant is no row any more (no tenant_id to ' +
-      'distribute by), and the sweep reads it across tenants',
   ],
 ]);
 

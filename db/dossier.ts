@@ -15,7 +15,6 @@ import { zipSync, type ZipOptions, type Zippable } from 'fflate';
 import {
   PDFContentStream,
   PDFDocument,
-  PDFName,
   StandardFonts,
   degrees,
   drawText as textOperators,
@@ -24,6 +23,7 @@ import {
   type PDFImage,
   type PDFPage,
 } from 'pdf-lib';
+import { inflateSync } from 'node:zlib';
 import { imageSize, sniffAttachment } from './file-types.ts';
 
 export interface DossierAttachment {
@@ -437,8 +437,13 @@ async function planAttachments(
   attachments: DossierAttachment[],
 ): Promise<PlannedAttachment[]> {
   const planned: PlannedAttachment[] = [];
+  // A file attached to several records is judged, loaded and embedded once.
+  const placements = new Map<string, Placement>();
   for (const attachment of sortAttachments(attachments)) {
-    planned.push({ attachment, placement: await placementOf(doc, attachment) });
+    let placement = placements.get(attachment.sha256);
+    if (!placement)
+      placements.set(attachment.sha256, (placement = await placementOf(doc, attachment)));
+    planned.push({ attachment, placement });
   }
   return planned;
 }
@@ -447,13 +452,17 @@ async function placementOf(doc: PDFDocument, attachment: DossierAttachment): Pro
   switch (attachment.contentType) {
     case 'application/pdf':
       try {
+        if (!unpacksWithin(attachment.bytes, MAX_APPENDED_PDF_BYTES)) {
+          return { kind: 'zip only', reason: 'the PDF unpacks to too much to append' };
+        }
         const source = await PDFDocument.load(attachment.bytes, { updateMetadata: false });
         // What a page would do or link to when opened (JavaScript, a link to a phishing page, a
-        // form) is not the dossier's: its actions and annotations stay behind, before copying
-        // (a copy takes every object the page refers to).
+        // form, files of its own) is not the dossier's: a page keeps only what it shows, before
+        // copying (a copy takes every object the page refers to).
         for (const page of source.getPages()) {
-          page.node.delete(PDFName.of('AA'));
-          page.node.delete(PDFName.of('Annots'));
+          for (const key of page.node.keys()) {
+            if (!PAGE_KEYS.has(key.decodeText())) page.node.delete(key);
+          }
         }
         const pages = source.getPageCount();
         if (pages === 0) return { kind: 'zip only', reason: 'the PDF has no pages' };
@@ -464,8 +473,8 @@ async function placementOf(doc: PDFDocument, attachment: DossierAttachment): Pro
       }
     case 'image/png':
     case 'image/jpeg':
-      // (A PNG is decoded whole to be embedded: its pixels are counted first.)
-      if (pixelsOf(attachment.bytes) > MAX_APPENDED_PIXELS) {
+      // (A PNG is decoded whole to be embedded: what that takes is counted first.)
+      if (decodedBytesOf(attachment.bytes) > MAX_APPENDED_IMAGE_BYTES) {
         return { kind: 'zip only', reason: 'the image is too large to append' };
       }
       try {
@@ -486,15 +495,63 @@ async function placementOf(doc: PDFDocument, attachment: DossierAttachment): Pro
 }
 
 /**
- * The largest image appended (16 megapixels: an A1 drawing scanned at 200 dpi); a larger one is
- * in the ZIP only. Decoded, a PNG takes 4 bytes a pixel.
+ * The most memory an appended image may take decoded (64 MB: 16 megapixels of 8-bit colour, an A1
+ * drawing scanned at 200 dpi); a larger one, or one whose headers do not say its size plainly
+ * (db/file-types.ts), is in the ZIP only.
  */
-export const MAX_APPENDED_PIXELS = 16_000_000;
+export const MAX_APPENDED_IMAGE_BYTES = 64_000_000;
 
-const pixelsOf = (bytes: Uint8Array) => {
+const decodedBytesOf = (bytes: Uint8Array) => {
   const size = imageSize(bytes);
-  return size ? size.width * size.height : Infinity;
+  return 'problem' in size ? Infinity : size.width * size.height * size.bytesPerPixel;
 };
+
+/** The most a PDF's streams may unpack to, all together (256 MB), to be appended. */
+export const MAX_APPENDED_PDF_BYTES = 256_000_000;
+
+/**
+ * Whether a PDF's compressed streams unpack to at most `budget` bytes together, inflated with
+ * that limit before pdf-lib sees it: a few hundred kilobytes can unpack to gigabytes, held
+ * outside any heap limit. Streams that are not deflate (images, fonts) count their own size.
+ */
+export function unpacksWithin(bytes: Uint8Array, budget: number): boolean {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let left = budget;
+  for (let at = text.indexOf('stream'); at >= 0; at = text.indexOf('stream', at + 6)) {
+    if (text.subarray(at - 3, at).toString('latin1') === 'end') continue;
+    let start = at + 6;
+    if (text[start] === 0x0d) start++;
+    if (text[start] !== 0x0a) continue;
+    start++;
+    const end = text.indexOf('endstream', start);
+    if (end < 0) break;
+    try {
+      left -= inflateSync(text.subarray(start, end), { maxOutputLength: Math.max(1, left) }).length;
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return false;
+      left -= end - start; // (not deflate, or not whole: as it is)
+    }
+    if (left < 0) return false;
+    at = end;
+  }
+  return true;
+}
+
+/** The keys a page keeps when appended: what it shows, nothing it does or refers to besides. */
+const PAGE_KEYS = new Set([
+  'Type',
+  'MediaBox',
+  'CropBox',
+  'BleedBox',
+  'TrimBox',
+  'ArtBox',
+  'Rotate',
+  'Resources',
+  'Contents',
+  'UserUnit',
+  'Group',
+  'Parent',
+]);
 
 /** Everything appending does to a PDF's pages, done in a scratch document: throws if it fails. */
 async function trialCopy(source: PDFDocument): Promise<void> {

@@ -60,29 +60,72 @@ export class TextCheck {
   }
 }
 
+/** What an image will take to draw: its pixels, and the bytes a decoder holds for each. */
+export interface ImageSize {
+  width: number;
+  height: number;
+  /** Decoded: 4 for 8-bit colour with alpha, 8 for 16-bit. */
+  bytesPerPixel: number;
+}
+
 /**
- * An image's size in pixels, from its header (PNG IHDR; a JPEG's first SOF marker, found by
- * walking its segments), without decoding it; undefined when `bytes` holds no such header. A few
- * hundred kilobytes of compressed PNG can unpack to gigabytes: the size is what is judged.
+ * An image's size, read from its headers without decoding it, or why it cannot be judged (and is
+ * not taken). A few hundred compressed kilobytes can unpack to gigabytes, so every header that
+ * sets a size is read, as a decoder would:
+ *
+ *   PNG   every chunk is walked: exactly one IHDR, first; an animated PNG (acTL) is refused (its
+ *         frames are each decoded at the canvas's size)
+ *   JPEG  the segments up to the image data (SOS), fill bytes skipped as decoders skip them:
+ *         exactly one frame header (SOF), with a height (0 means "given later", refused)
  */
-export function imageSize(bytes: Uint8Array): { width: number; height: number } | undefined {
+export function imageSize(bytes: Uint8Array): ImageSize | { problem: string } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const type = sniffAttachment(bytes);
   if (type === 'image/png') {
-    // Signature (8), chunk length (4), "IHDR" (4), width (4), height (4), big-endian.
-    if (bytes.length < 24 || String.fromCharCode(...bytes.subarray(12, 16)) !== 'IHDR') return;
-    return { width: view.getUint32(16), height: view.getUint32(20) };
+    let size: ImageSize | undefined;
+    for (let at = 8; at + 8 <= bytes.length;) {
+      const length = view.getUint32(at);
+      const name = String.fromCharCode(...bytes.subarray(at + 4, at + 8));
+      if (name === 'IHDR') {
+        if (size || at !== 8 || at + 21 > bytes.length)
+          return { problem: 'its header is not one IHDR, first' };
+        const depth = bytes[at + 16]!;
+        size = {
+          width: view.getUint32(at + 8),
+          height: view.getUint32(at + 12),
+          bytesPerPixel: depth === 16 ? 8 : 4,
+        };
+      } else if (name === 'acTL' || name === 'fcTL' || name === 'fdAT') {
+        return { problem: 'it is an animated PNG' };
+      } else if (name === 'IEND') break;
+      at += 12 + length;
+    }
+    return size ?? { problem: 'it has no IHDR' };
   }
   if (type === 'image/jpeg') {
+    let size: ImageSize | undefined;
     let at = 2;
-    while (at + 9 <= bytes.length && bytes[at] === 0xff) {
-      const marker = bytes[at + 1]!;
-      // SOF0 to SOF15 but DHT (C4), JPG (C8) and DAC (CC): precision (1), height (2), width (2).
-      if (marker >= 0xc0 && marker <= 0xcf && ![0xc4, 0xc8, 0xcc].includes(marker)) {
-        return { width: view.getUint16(at + 7), height: view.getUint16(at + 5) };
+    while (at < bytes.length) {
+      if (bytes[at] !== 0xff) return { problem: 'its segments are broken' };
+      while (bytes[at] === 0xff) at++; // fill bytes
+      const marker = bytes[at]!;
+      at++;
+      if ((marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) continue; // no length
+      if (marker === 0xd9 || marker === 0xda) break; // end of image, start of scan
+      if (at + 2 > bytes.length) break;
+      const length = view.getUint16(at);
+      if (length < 2) return { problem: 'its segments are broken' };
+      if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4) {
+        if (marker === 0xc8 || marker === 0xcc || size || at + 7 > bytes.length) {
+          return { problem: 'its frame header is not one SOF' };
+        }
+        size = { width: view.getUint16(at + 5), height: view.getUint16(at + 3), bytesPerPixel: 4 };
+        if (size.height === 0 || size.width === 0)
+          return { problem: 'its frame header gives no size' };
       }
-      at += 2 + view.getUint16(at + 2);
+      at += length;
     }
+    return size ?? { problem: 'it has no frame header before its image data' };
   }
-  return undefined;
+  return { problem: 'it is not a PNG or a JPEG' };
 }

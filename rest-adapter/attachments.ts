@@ -17,7 +17,7 @@
 // attachments tables of migrations/ and the housekeeping's sweep.
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Transform } from 'node:stream';
@@ -279,6 +279,11 @@ async function receive(
     parser.on('close', resolve);
     parser.on('error', () => reject(malformed()));
     req.on('error', () => reject(malformed()));
+    // A client that goes away mid-upload: no 'error' comes, only 'close' before the body ended.
+    req.on('close', () => {
+      if (!req.complete) reject(malformed());
+    });
+    if (req.destroyed) reject(malformed());
   });
   req.pipe(parser);
   try {
@@ -345,17 +350,17 @@ export async function inStore<T>(req: Request, what: string, call: () => Promise
   }
 }
 
-/** An image's header, from the first megabyte of the file (where a JPEG's size marker is). */
-async function imagePixels(file: string): Promise<number | undefined> {
-  const handle = await open(file);
-  try {
-    const head = Buffer.alloc(1024 * 1024);
-    const { bytesRead } = await handle.read(head, 0, head.length, 0);
-    const size = imageSize(head.subarray(0, bytesRead));
-    return size && size.width * size.height;
-  } finally {
-    await handle.close();
-  }
+/**
+ * Why an image is not taken, if it is not: more than MAX_IMAGE_PIXELS, or headers that do not
+ * say its size plainly (db/file-types.ts, imageSize). The file is read whole: a PNG's chunks run
+ * to its end (at most the tenant's limit, 25 MiB unless set).
+ */
+async function imageRefusal(file: string): Promise<string | undefined> {
+  const size = imageSize(await readFile(file));
+  if ('problem' in size) return `The image is not taken: ${size.problem}.`;
+  const pixels = size.width * size.height;
+  if (pixels <= MAX_IMAGE_PIXELS) return undefined;
+  return `The image is ${pixels} pixels, more than the ${MAX_IMAGE_PIXELS} an attachment may have.`;
 }
 
 export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Route[] {
@@ -445,7 +450,13 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
             extensions: { limit: UPLOADS_PER_TENANT },
           });
         }
+        // Given back when the handler ends, however it ends (and, as a backstop, when the
+        // connection closes): a client gone early must not keep a place for good.
         res.on('close', done);
+        if (req.destroyed || res.closed) {
+          done();
+          return;
+        }
         const dir = await mkdtemp(path.join(tmpdir(), 'weld-attachment-'));
         try {
           const { fields, received } = await receive(req, dir, limit);
@@ -467,15 +478,11 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
             );
           }
           if (file.type === 'image/png' || file.type === 'image/jpeg') {
-            const pixels = await imagePixels(file.file);
-            if (pixels === undefined || pixels > MAX_IMAGE_PIXELS) {
-              throw problemOf('content-too-large', {
-                detail:
-                  pixels === undefined
-                    ? 'The image has no size in its header: it cannot be taken.'
-                    : `The image is ${pixels} pixels, more than the ${MAX_IMAGE_PIXELS} an attachment may have.`,
-              });
+            const refusal = await imageRefusal(file.file);
+            if (refusal?.startsWith('The image is not taken')) {
+              throw problems.unsupportedMediaType(refusal);
             }
+            if (refusal) throw problemOf('content-too-large', { detail: refusal });
           }
           const body = parsed.data!;
           const owner = OWNERS.find((name) => body[name] !== undefined)!;
@@ -539,6 +546,7 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
           res.status(answer.status).json(answer.body);
         } finally {
           await rm(dir, { recursive: true, force: true });
+          done();
         }
       },
     },

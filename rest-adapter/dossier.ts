@@ -16,6 +16,7 @@ import { prepared } from '../db/database.ts';
 import type { DossierData } from '../db/dossier.ts';
 import type { DossierJob } from '../db/dossier-worker.ts';
 import { common, idParam, problem, queryParameters } from './http/operation.ts';
+import { inFlightOf } from './http/in-flight.ts';
 import { problemOf, problems } from './http/problem.ts';
 import { queryOf, type Route } from './http/route.ts';
 import { downloadDisposition, DOWNLOAD_HEADERS, inStore } from './attachments.ts';
@@ -32,49 +33,60 @@ const WORKER = new URL('../db/dossier-worker.ts', import.meta.url);
 /** The dossiers of this instance, built one after the other. */
 let queue: Promise<unknown> = Promise.resolve();
 
+/** Runs `work` when the dossiers before it are done: one dossier at a time on an instance. */
+function inTurn<T>(work: () => Promise<T>): Promise<T> {
+  const turn = queue.then(work, work);
+  queue = turn.catch(() => {});
+  return turn;
+}
+
 /**
- * Builds one dossier in a worker thread, after those before it: its bytes; 422
- * /problems/dossier-too-large when the worker runs out of memory (the files are too much to lay
- * out), 503 /problems/timeout when it takes longer than DOSSIER_WORKER.timeoutMs.
+ * Lays out one dossier in a worker thread: its bytes; 422 /problems/dossier-too-large when the
+ * worker runs out of memory, 503 /problems/timeout when it takes longer than
+ * DOSSIER_WORKER.timeoutMs (the worker is stopped either way).
  */
 function buildInWorker(job: DossierJob): Promise<Uint8Array> {
-  const run = () =>
-    new Promise<Uint8Array>((resolve, reject) => {
-      const transfer = [...new Set(job.data.attachments.map((a) => a.bytes.buffer))];
-      const worker = new Worker(WORKER, {
-        workerData: job,
-        transferList: transfer as ArrayBuffer[],
-        resourceLimits: { maxOldGenerationSizeMb: DOSSIER_WORKER.heapMb },
-      });
-      const timer = setTimeout(() => {
-        reject(
-          problemOf('timeout', {
-            detail: `The dossier took longer than ${DOSSIER_WORKER.timeoutMs / 1000} s to lay out.`,
-          }),
-        );
-        void worker.terminate();
-      }, DOSSIER_WORKER.timeoutMs);
-      worker.once('message', (body: Uint8Array) => {
-        clearTimeout(timer);
-        resolve(body);
-        void worker.terminate();
-      });
-      worker.once('error', (error: Error & { code?: string }) => {
-        clearTimeout(timer);
-        reject(
-          error.code === 'ERR_WORKER_OUT_OF_MEMORY'
-            ? problemOf('dossier-too-large', {
-                detail:
-                  'Its files take more memory to lay out than a dossier may: download them one by one (GET /attachments/{id}/content).',
-              })
-            : error,
-        );
-      });
+  return new Promise<Uint8Array>((resolve, reject) => {
+    const transfer = [...new Set(job.data.attachments.map((a) => a.bytes.buffer))];
+    const worker = new Worker(WORKER, {
+      workerData: job,
+      transferList: transfer as ArrayBuffer[],
+      resourceLimits: { maxOldGenerationSizeMb: DOSSIER_WORKER.heapMb },
     });
-  const built = queue.then(run, run);
-  queue = built.catch(() => {});
-  return built;
+    const timer = setTimeout(() => {
+      reject(
+        problemOf('timeout', {
+          detail: `The dossier took longer than ${DOSSIER_WORKER.timeoutMs / 1000} s to lay out.`,
+        }),
+      );
+      void worker.terminate();
+    }, DOSSIER_WORKER.timeoutMs);
+    worker.once('message', (body: Uint8Array) => {
+      clearTimeout(timer);
+      resolve(body);
+      void worker.terminate();
+    });
+    worker.once('error', (error: Error & { code?: string }) => {
+      clearTimeout(timer);
+      reject(
+        error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? problemOf('dossier-too-large', {
+              detail:
+                'Its files take more memory to lay out than a dossier may: download them one by one (GET /attachments/{id}/content).',
+            })
+          : error,
+      );
+    });
+    // (A worker that ends without an answer: nothing more will come.)
+    worker.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the dossier's worker ended (${code}) without an answer`));
+    });
+  });
 }
+
+/** Dossiers one tenant may have in progress (laid out or waiting their turn) on an instance. */
+export const DOSSIERS_PER_TENANT = 1;
 
 const DossierQuery = z.strictObject({
   format: z
@@ -151,55 +163,77 @@ export function dossierRoutes(pool: pg.Pool, store: AttachmentStore): Route[] {
       handler: async (req: Request, res: Response) => {
         const id = pathId(req, 'test package');
         const { format } = queryOf(DossierQuery, req);
-        const zip =
-          format === 'zip' ||
-          (format === undefined &&
-            req.accepts(['application/pdf', 'application/zip']) === 'application/zip');
-        const dossier = await inDatabase(pool, req, async (db) => {
-          const { rows } = await db.query<{ dossier: DossierJson | null }>(
-            prepared('select weld_hidden.test_package_dossier($1) as dossier', [id]),
-          );
-          return rows[0]!.dossier;
-        });
-        if (!dossier) throw problems.notFound('No such test package.');
-        const total = dossier.attachments.reduce((sum, file) => sum + Number(file.sizeBytes), 0);
-        if (total > DOSSIER_MAX_FILE_BYTES) {
-          throw problemOf('dossier-too-large', {
-            detail: `Its ${dossier.attachments.length} files are ${total} bytes together, over the ${DOSSIER_MAX_FILE_BYTES} a dossier gathers: download them one by one (GET /attachments/{id}/content).`,
+        const done = inFlightOf(pool, 'dossiers').take(req.tenant!.id, DOSSIERS_PER_TENANT);
+        if (!done) {
+          throw problemOf('too-many-dossiers', {
+            detail: `This tenant already has ${DOSSIERS_PER_TENANT} dossier in progress here, the most it may; try again when it is done.`,
+            headers: { 'Retry-After': '10' },
+            extensions: { limit: DOSSIERS_PER_TENANT },
           });
         }
-        // Each file read once, however many records it is attached to.
-        const tenantId = req.tenant!.id;
-        const read = new Map<string, Uint8Array>();
-        const attachments = [];
-        for (const file of dossier.attachments) {
-          let bytes = read.get(file.sha256);
-          if (!bytes) {
-            const stream = await inStore(req, 'get', () =>
-              store.get({ tenantId, sha256: file.sha256 }),
+        res.on('close', done);
+        try {
+          const zip =
+            format === 'zip' ||
+            (format === undefined &&
+              req.accepts(['application/pdf', 'application/zip']) === 'application/zip');
+          const dossier = await inDatabase(pool, req, async (db) => {
+            const { rows } = await db.query<{ dossier: DossierJson | null }>(
+              prepared('select weld_hidden.test_package_dossier($1) as dossier', [id]),
             );
-            if (!stream) throw new Error(`dossier: the store has no file ${file.sha256}`);
-            bytes = await inStore(req, 'read', () => readAll(stream));
-            read.set(file.sha256, bytes);
+            return rows[0]!.dossier;
+          });
+          if (!dossier) throw problems.notFound('No such test package.');
+          // (Each file counted once, however many records it is attached to.)
+          const sizes = new Map(dossier.attachments.map((f) => [f.sha256, Number(f.sizeBytes)]));
+          const total = [...sizes.values()].reduce((sum, size) => sum + size, 0);
+          if (total > DOSSIER_MAX_FILE_BYTES) {
+            throw problemOf('dossier-too-large', {
+              detail: `Its ${dossier.attachments.length} files are ${total} bytes together, over the ${DOSSIER_MAX_FILE_BYTES} a dossier gathers: download them one by one (GET /attachments/{id}/content).`,
+            });
           }
-          attachments.push({ ...file, sizeBytes: Number(file.sizeBytes), bytes });
+          const pdfName = dossierName(dossier.package.packageNumber, 'pdf');
+          // The files are read in the dossier's turn, not while it waits: a queue of dossiers
+          // holds no bytes. A client gone meanwhile is not built for.
+          const body = await inTurn(async () => {
+            if (res.closed) return undefined;
+            const tenantId = req.tenant!.id;
+            const read = new Map<string, Uint8Array>();
+            const attachments = [];
+            for (const file of dossier.attachments) {
+              let bytes = read.get(file.sha256);
+              if (!bytes) {
+                const stream = await inStore(req, 'get', () =>
+                  store.get({ tenantId, sha256: file.sha256 }),
+                );
+                if (!stream) throw new Error(`dossier: the store has no file ${file.sha256}`);
+                bytes = await inStore(req, 'read', () => readAll(stream));
+                read.set(file.sha256, bytes);
+              }
+              attachments.push({ ...file, sizeBytes: Number(file.sizeBytes), bytes });
+            }
+            const data: DossierData = {
+              ...dossier,
+              heatTreatmentPresent: dossier.welds.some(
+                (w) => w.pwht !== null || w.hardness !== null,
+              ),
+              attachments,
+            };
+            return buildInWorker({ data, generatedAt: Date.now(), zip, pdfName });
+          });
+          if (!body) return;
+          res.set({
+            ...DOWNLOAD_HEADERS,
+            Vary: 'Accept',
+            'Content-Type': zip ? 'application/zip' : 'application/pdf',
+            'Content-Disposition': downloadDisposition(
+              zip ? dossierName(dossier.package.packageNumber, 'zip') : pdfName,
+            ),
+          });
+          res.status(200).end(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+        } finally {
+          done();
         }
-        const data: DossierData = {
-          ...dossier,
-          heatTreatmentPresent: dossier.welds.some((w) => w.pwht !== null || w.hardness !== null),
-          attachments,
-        };
-        const pdfName = dossierName(dossier.package.packageNumber, 'pdf');
-        const body = await buildInWorker({ data, generatedAt: Date.now(), zip, pdfName });
-        res.set({
-          ...DOWNLOAD_HEADERS,
-          Vary: 'Accept',
-          'Content-Type': zip ? 'application/zip' : 'application/pdf',
-          'Content-Disposition': downloadDisposition(
-            zip ? dossierName(dossier.package.packageNumber, 'zip') : pdfName,
-          ),
-        });
-        res.status(200).end(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
       },
     },
   ];

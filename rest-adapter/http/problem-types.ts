@@ -355,6 +355,12 @@ export const PROBLEM_TYPES = {
     description:
       'the attachment store (the files directory, or S3) did not answer; nothing was written; `Retry-After`',
   },
+  'too-many-dossiers': {
+    status: 429,
+    title: 'Too many dossiers at once',
+    description:
+      '`GET /test-packages/{id}/dossier`: the tenant already has a dossier in progress on this instance (one at a time); `limit`, `Retry-After`',
+  },
   'dossier-too-large': {
     status: 422,
     title: 'Dossier too large',

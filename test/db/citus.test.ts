@@ -14,7 +14,6 @@ import { runCli } from '../helpers/server.ts';
  * a tenant table references it, and stays local otherwise.
  */
 const REFERENCE = [
-  'weld_private.attachment_files_left',
   'weld_private.reporting_logins',
   'weld_private.tenant_origins',
   'weld_public.tenants',
@@ -152,7 +151,6 @@ test('the check is not vacuous: it names a global unique key, a foreign key acro
     ].sort(),
   );
   t.deepEqual(placed(analysis, 'reference'), [
-    'weld_private.attachment_files_left',
     'weld_private.reporting_logins',
     'weld_private.tenant_origins',
     'weld_public.process_owners',
@@ -190,12 +188,7 @@ test('weld-admin citus-plan: prints a plan in a valid order for the schema as mi
   );
   t.deepEqual(
     statements.filter((s) => s.kind === 'reference').map((s) => s.table),
-    [
-      'weld_public.tenants',
-      'weld_private.attachment_files_left',
-      'weld_private.reporting_logins',
-      'weld_private.tenant_origins',
-    ],
+    ['weld_public.tenants', 'weld_private.reporting_logins', 'weld_private.tenant_origins'],
   );
   const position = new Map(statements.map((s, i) => [s.table, i]));
   for (const { name, targets } of tables) {

@@ -12,6 +12,7 @@ import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import {
   dossierZip,
   renderDossierPdf,
+  unpacksWithin,
   type DossierAttachment,
   type DossierData,
 } from '../../db/dossier.ts';
@@ -735,6 +736,31 @@ test("an appended PDF's actions and annotations stay behind; an image too large 
   t.true(all.includes('A report with active content'), 'the page itself is there');
   // (A cell's wrapped lines come out joined: compared without white space.)
   t.true(squash(all).includes(squash('in the ZIP only (the image is too large to append)')));
+});
+
+test('a PDF is appended only when its streams unpack to no more than the budget, inflated with that limit', (t) => {
+  const stream = (data: Buffer) =>
+    Buffer.concat([
+      Buffer.from('1 0 obj << /Filter /FlateDecode >>\nstream\n'),
+      data,
+      Buffer.from('\nendstream\nendobj\n'),
+    ]);
+  // 1 MB of zeros deflates to about a kilobyte.
+  const bomb = Buffer.concat([
+    Buffer.from('%PDF-1.7\n'),
+    stream(deflateSync(Buffer.alloc(1_000_000))),
+  ]);
+  t.true(bomb.length < 5_000);
+  t.false(unpacksWithin(bomb, 500_000), 'over the budget: refused before it is unpacked whole');
+  t.true(unpacksWithin(bomb, 2_000_000));
+  // Two streams count together; a stream that is not deflate counts its own size.
+  const two = Buffer.concat([
+    bomb,
+    stream(deflateSync(Buffer.alloc(600_000))),
+    stream(Buffer.from('not deflate')),
+  ]);
+  t.false(unpacksWithin(two, 1_500_000));
+  t.true(unpacksWithin(two, 1_700_000));
 });
 
 // ---------------------------------------------------------------------------------------------

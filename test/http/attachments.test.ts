@@ -458,13 +458,40 @@ test('an image bomb is refused by its header: a PNG or a JPEG of more than 40 me
   t.regex(png.json.detail, /400000000 pixels, more than the 40000000/);
   // A JPEG: SOI, an APP0 segment, then SOF0 of 10,000 x 10,000.
   const jpeg = Buffer.from(
-    'ffd8ffe000104a46494600010100000100010000ffc0000b08271027100101001100ffd9',
+    'ffd8ffe000104a46494600010100000100010000ffc0000b082710271001011100ffd9',
     'hex',
   );
   const refused = await upload(w.a.inspector, { isoId: iso.id }, { name: 'bomb.jpg', bytes: jpeg });
   t.is(refused.status, 413, refused.text);
   t.regex(refused.json.detail, /100000000 pixels/);
   t.is((await w.a.viewer.get(`/attachments?isoId=${iso.id}`)).json.items.length, 0);
+  // Headers that say one size to a check and another to a decoder are not taken: a second IHDR
+  // (decoders take the last), an animated PNG (each frame at the canvas's size), and a JPEG frame
+  // header behind fill bytes.
+  const twice = Buffer.concat([
+    pngHeader(1, 1).subarray(0, 33),
+    pngHeader(20000, 20000).subarray(8, 33),
+  ]);
+  const apng = Buffer.concat([
+    pngHeader(100, 100).subarray(0, 33),
+    Buffer.from('000000086163544c000000280000000000000000', 'hex'),
+  ]);
+  for (const [name, bytes] of [
+    ['twice.png', twice],
+    ['animated.png', apng],
+  ] as const) {
+    const res = await upload(w.a.inspector, { isoId: iso.id }, { name, bytes });
+    t.is(res.status, 415, `${name}: ${res.text}`);
+    t.regex(res.json.detail, /one IHDR|animated/);
+  }
+  const filled = Buffer.from('ffd8ffffc0000b08ea60ea6001011100ffd9', 'hex');
+  const hidden = await upload(
+    w.a.inspector,
+    { isoId: iso.id },
+    { name: 'fill.jpg', bytes: filled },
+  );
+  t.is(hidden.status, 413, hidden.text);
+  t.regex(hidden.json.detail, /3600000000 pixels/);
   // 6,000 x 4,000 (24 megapixels) is taken.
   const fits = await upload(
     w.a.inspector,
@@ -598,4 +625,37 @@ test("a tenant's uploads in flight are bounded: a fifth at once is 429 too-many-
   }
   const after = await upload(w.a.inspector, { isoId: iso.id }, { name: 'later.pdf', bytes: PDF });
   t.is(after.status, 201, after.text);
+});
+
+test('an upload whose client goes away gives its place back: a tenant is never locked out of uploads', async (t) => {
+  const w = await world(t);
+  const iso = await w.make.iso('ISO-L2', 'L-L2');
+  const token = (await login(w.port, A, 'inspector')).json.accessToken as string;
+  const { bytes, type } = await form({ isoId: iso.id }, { name: 'gone.pdf', bytes: PDF });
+  // Five clients that send their headers and a little, then hang up at once.
+  for (let i = 0; i < UPLOADS_PER_TENANT + 1; i++) {
+    const outgoing = http.request({
+      host: '127.0.0.1',
+      port: w.port,
+      method: 'POST',
+      path: '/attachments',
+      headers: {
+        host: A,
+        authorization: `Bearer ${token}`,
+        'content-type': type,
+        'content-length': String(bytes.length),
+      },
+    });
+    outgoing.on('error', () => {});
+    outgoing.write(bytes.subarray(0, 10));
+    await new Promise((resolve) => setTimeout(resolve, i * 20));
+    outgoing.destroy();
+  }
+  const uploads = inFlightOf(w.pool, 'uploads');
+  for (let i = 0; i < 300 && uploads.count(w.tenantA) > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.is(uploads.count(w.tenantA), 0, 'every place given back');
+  const res = await upload(w.a.inspector, { isoId: iso.id }, { name: 'after.pdf', bytes: PDF });
+  t.is(res.status, 201, res.text);
 });

@@ -12,6 +12,8 @@ import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import type { Client } from '../helpers/http.ts';
 import { ok, readyPackage, world } from '../helpers/rules-http.ts';
+import { DOSSIERS_PER_TENANT } from '../../rest-adapter/dossier.ts';
+import { inFlightOf } from '../../rest-adapter/http/in-flight.ts';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -171,4 +173,24 @@ test('a dossier of a package with nothing attached and no punch items still read
     (await w.a.engineer.get('/test-packages/00000000-0000-4000-8000-000000000000/dossier')).status,
     404,
   );
+});
+
+test("one dossier of a tenant at a time on an instance: another meanwhile is 429; the tenant's next one is laid out", async (t) => {
+  const w = await world(t);
+  const { pkg } = await readyPackage(w, 'D3');
+  ok(await w.a.engineer.patch(`/test-packages/${pkg.id}`, { state: 'released' }));
+  // A dossier of the tenant in progress (its place held as the route holds it).
+  const release = inFlightOf(w.pool, 'dossiers').take(w.tenantA, DOSSIERS_PER_TENANT)!;
+  const refused = await w.a.engineer.get(`/test-packages/${pkg.id}/dossier`);
+  t.is(refused.status, 429);
+  t.is(refused.json.type, '/problems/too-many-dossiers');
+  t.is(refused.headers['retry-after'], '10');
+  t.is(
+    (await w.b.engineer.get(`/test-packages/${pkg.id}/dossier`)).status,
+    404,
+    'another tenant is not held',
+  );
+  release();
+  t.is((await w.a.engineer.get(`/test-packages/${pkg.id}/dossier`)).status, 200);
+  t.is(inFlightOf(w.pool, 'dossiers').count(w.tenantA), 0, 'its place given back');
 });
