@@ -48,16 +48,17 @@ import {
 } from './http/operation.ts';
 import { HttpProblem, problemOf, problems, zodIssues } from './http/problem.ts';
 import { inFlightOf } from './http/in-flight.ts';
-import { dataBase, type Route } from './http/route.ts';
-import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
+import type { Route } from './http/route.ts';
+import { claimIdempotencyKey, idempotencyKeyOf } from './idempotency.ts';
 import {
   column,
+  createdAnswer,
   defineResource,
   entityTags,
   inDatabase,
   pathId,
-  readItemJson,
   refusal,
+  sendCreated,
 } from './resource.ts';
 
 /** The records a file may be attached to: the field naming it, its column, what it is. */
@@ -528,22 +529,9 @@ export function attachmentRoutes(pool: pg.Pool, options: AttachmentOptions): Rou
                 await store.put(storeKey, file.file, file.size, file.type!);
               }
             });
-            const item = (await readItemJson(db, attachments, rows[0]!.id))!;
-            const created = {
-              status: 201,
-              body: JSON.parse(item.json) as unknown,
-              headers: { Location: `/attachments/${rows[0]!.id}`, ETag: `"${item.tag}"` },
-              replayed: false,
-            };
-            if (key !== undefined) await storeIdempotentAnswer(db, key, created);
-            return created;
+            return createdAnswer(db, attachments, rows[0]!.id, key);
           });
-          for (const [name, value] of Object.entries(answer.headers)) {
-            res.setHeader(name, name === 'Location' ? `${dataBase(req)}${value}` : value);
-          }
-          if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
-          res.setHeader('Cache-Control', 'private, no-cache');
-          res.status(answer.status).json(answer.body);
+          sendCreated(req, res, answer);
         } finally {
           await rm(dir, { recursive: true, force: true });
           done();

@@ -184,9 +184,9 @@ export function dossierRoutes(pool: pg.Pool, store: AttachmentStore): Route[] {
             return rows[0]!.dossier;
           });
           if (!dossier) throw problems.notFound('No such test package.');
-          // (Each file counted once, however many records it is attached to.)
-          const sizes = new Map(dossier.attachments.map((f) => [f.sha256, Number(f.sizeBytes)]));
-          const total = [...sizes.values()].reduce((sum, size) => sum + size, 0);
+          // (Each attachment counted: a file attached to many records is that many entries of
+          // the ZIP and that many appended copies.)
+          const total = dossier.attachments.reduce((sum, f) => sum + Number(f.sizeBytes), 0);
           if (total > DOSSIER_MAX_FILE_BYTES) {
             throw problemOf('dossier-too-large', {
               detail: `Its ${dossier.attachments.length} files are ${total} bytes together, over the ${DOSSIER_MAX_FILE_BYTES} a dossier gathers: download them one by one (GET /attachments/{id}/content).`,

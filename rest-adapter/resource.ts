@@ -49,7 +49,12 @@ import {
 } from './http/problem.ts';
 import { queryOf, dataBase, type Route } from './http/route.ts';
 import { callerContext } from './http/session.ts';
-import { claimIdempotencyKey, idempotencyKeyOf, storeIdempotentAnswer } from './idempotency.ts';
+import {
+  claimIdempotencyKey,
+  idempotencyKeyOf,
+  storeIdempotentAnswer,
+  type IdempotentAnswer,
+} from './idempotency.ts';
 import {
   cursorParam,
   idCursor,
@@ -664,6 +669,38 @@ async function sendCsv(
   res.end();
 }
 
+/**
+ * The 201 of a create, the new item read back in its transaction: its JSON, Location and ETag,
+ * stored under the request's Idempotency-Key when it sent one (claimed before the write).
+ * Location is stored without /api: a replay answers under the base it was asked at (sendCreated).
+ */
+export async function createdAnswer(
+  db: pg.PoolClient,
+  resource: Resource,
+  id: string,
+  key: string | undefined,
+): Promise<IdempotentAnswer> {
+  const item = (await readItemJson(db, resource, id))!;
+  const created = {
+    status: 201,
+    body: JSON.parse(item.json) as unknown,
+    headers: { Location: `/${resource.path}/${id}`, ETag: `"${item.tag}"` },
+    replayed: false,
+  };
+  if (key !== undefined) await storeIdempotentAnswer(db, key, created);
+  return created;
+}
+
+/** Sends a create's answer, fresh or replayed, under the base it was asked at. */
+export function sendCreated(req: Request, res: Response, answer: IdempotentAnswer): void {
+  for (const [name, value] of Object.entries(answer.headers)) {
+    res.setHeader(name, name === 'Location' ? `${dataBase(req)}${value}` : value);
+  }
+  if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  res.setHeader('Cache-Control', 'private, no-cache');
+  res.status(answer.status).json(answer.body);
+}
+
 /** The sentences of the generic refusals, which a resource's own (ResourceSpec.problems) reuse. */
 export const refusal = {
   taken: 'a unique key is taken (/problems/conflict, naming the field)',
@@ -838,23 +875,9 @@ export function resourceRoutes(resource: Resource, pool: pg.Pool): Route[] {
           const id = resource.create
             ? await resource.create.write(db, body)
             : await insertItem(db, resource, body);
-          const item = (await readItemJson(db, resource, id))!;
-          // Location is stored without /api: a replay answers under the base it was asked at.
-          const created = {
-            status: 201,
-            body: JSON.parse(item.json) as unknown,
-            headers: { Location: `/${resource.path}/${id}`, ETag: `"${item.tag}"` },
-            replayed: false,
-          };
-          if (key !== undefined) await storeIdempotentAnswer(db, key, created);
-          return created;
+          return createdAnswer(db, resource, id, key);
         });
-        for (const [name, value] of Object.entries(answer.headers)) {
-          res.setHeader(name, name === 'Location' ? `${dataBase(req)}${value}` : value);
-        }
-        if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
-        res.setHeader('Cache-Control', 'private, no-cache');
-        res.status(answer.status).json(answer.body);
+        sendCreated(req, res, answer);
       },
     });
   }
