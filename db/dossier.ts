@@ -1,7 +1,7 @@
 // The turnover dossier of a released test package: one PDF handed to the plant owner at turnover
-// (cover and contents, readiness at release, ISOs, weld log, NDT summary, PWHT and hardness,
-// punch list, an index of every attached file, then the attached PDFs and images themselves), and
-// a ZIP of that PDF plus the original attached files, byte for byte as uploaded.
+// (cover and contents, readiness at release, ISOs, weld log, repairs, NDT summary, PWHT and
+// hardness, punch list, an index of every attached file, then the attached PDFs and images
+// themselves), and a ZIP of that PDF plus the original attached files, byte for byte as uploaded.
 //
 // Both are reproducible: the same data and the same generation time give the same bytes, so a
 // dossier can be regenerated and compared, or its hash recorded at turnover. Two generation times
@@ -67,7 +67,9 @@ export interface DossierData {
     wps: string | null; // "WPS-1 rev 0"
     weldedOn: string | null; // YYYY-MM-DD
     status: string; // ACCEPTED, REPAIRED, ...
+    acceptance: string | null; // how it was accepted ("RT report RT-7 of 2026-03-02"); null unless ACCEPTED
     repairCycles: number;
+    repairs: string[]; // each repair as welded: "repair 1: welded 2026-03-05 by W-12, WPS WPS-2 rev 0"
     examinations: string[]; // e.g. ["RT 2026-03-02 accept (RT-7)", "VT 2026-03-01 accept"]
     qualifications: string[]; // welder qualifications in force on the weld date; empty: none recorded
     pwht: string | null; // e.g. "PWHT-4 2026-03-03, 1150 °F, 60 min" or null when none
@@ -685,9 +687,10 @@ function weldLogSection(flow: Flow, data: DossierData): void {
       { title: 'Welder', width: 42 },
       { title: 'WPS', width: 72 },
       { title: 'Welded on', width: 52 },
-      { title: 'Status', width: 62 },
+      // The status, and the basis of an acceptance under it.
+      { title: 'Status', width: 102 },
       { title: 'Repair cycles', width: 38 },
-      { title: 'Examinations', width: 158 },
+      { title: 'Examinations', width: 118 },
       // Wide enough for "WQ-3 GTAW (2026-01-10 to 2026-07-10)" on one line.
       { title: 'Qualifications in force', width: 159 },
     ],
@@ -698,11 +701,27 @@ function weldLogSection(flow: Flow, data: DossierData): void {
       orNone(weld.welder),
       orNone(weld.wps),
       orNone(weld.weldedOn),
-      weld.status,
+      weld.acceptance ? `${weld.status} on ${weld.acceptance}` : weld.status,
       String(weld.repairCycles),
       weld.examinations.length ? weld.examinations.join('\n') : 'none',
       weld.qualifications.length ? weld.qualifications.join('\n') : 'none recorded',
     ]),
+  );
+}
+
+/** Each repair of the package's welds, as welded (B31.3 328.6: its own date, welder and WPS). */
+function repairsSection(flow: Flow, data: DossierData): void {
+  const repaired = data.welds.filter((weld) => weld.repairs.length > 0);
+  if (repaired.length === 0) return;
+  flow.section('Repairs');
+  flow.paragraph(`${counted(repaired.length, 'weld')} repaired.`);
+  flow.table(
+    [
+      { title: 'Weld', width: 52 },
+      { title: 'ISO', width: 72 },
+      { title: 'Repairs as welded', width: 645 },
+    ],
+    repaired.map((weld) => [weld.weldNumber, weld.isoNumber, weld.repairs.join('\n')]),
   );
 }
 
@@ -956,6 +975,7 @@ export async function renderDossierPdf(data: DossierData, generatedAt: Date): Pr
   readinessSection(flow, data);
   isoSection(flow, data);
   weldLogSection(flow, data);
+  repairsSection(flow, data);
   ndtSection(flow, data);
   if (data.heatTreatmentPresent) heatTreatmentSection(flow, data);
   punchSection(flow, data);

@@ -106,6 +106,15 @@ export const SELECTION_STATES = ['open', 'done'] as const;
  */
 export const EXAMINATION_LOTS = ['line', 'line_welder'] as const;
 
+/**
+ * The editions of ASME B31.3 a tenant may build to (CHECK on tenant_settings.code_edition and on
+ * the rule tables' edition): the preheat, heat treatment and exemption rows of one apply.
+ */
+export const CODE_EDITIONS = ['B31.3-2022', 'B31.3-2012'] as const;
+
+/** How a PWHT cycle heated the welds (CHECK on weld_public.pwht_records.heating). */
+export const PWHT_HEATINGS = ['furnace', 'local'] as const;
+
 /** What the weld checks do (CHECK on weld_public.tenant_settings.weld_checks): show, or refuse writes. */
 export const WELD_CHECK_MODES = ['show', 'refuse'] as const;
 
@@ -131,7 +140,7 @@ export const COMPONENT_KINDS = ['pipe', 'fitting', 'flange', 'valve'] as const;
 export const HARDNESS_LOCATIONS = ['weld', 'haz', 'base'] as const;
 
 /** Where a use in a welder's continuity log comes from (welders_continuity). */
-export const CONTINUITY_SOURCES = ['weld', 'document'] as const;
+export const CONTINUITY_SOURCES = ['weld', 'repair', 'document'] as const;
 
 /** The dates every date column allows (CHECK *_calendar in the migrations). */
 export const CALENDAR = { first: '1900-01-01', last: '2200-12-31' } as const;
@@ -141,6 +150,8 @@ export const WELD_CHECK_CODES = [
   'DATA_MISSING',
   'FILLER_NOT_COVERED',
   'HARDNESS_HIGH',
+  'HARDNESS_REQUIRED',
+  'PREHEAT_LOW',
   'PWHT_OUT_OF_RANGE',
   'PWHT_REQUIRED',
   'REEXAMINATION_OPEN',
@@ -183,6 +194,7 @@ export const EVENT_RESOURCES = [
   'weld_filler',
   'punch_item',
   'attachment',
+  'weld_repair',
 ] as const;
 export const EVENT_TYPES = [
   ...EVENT_RESOURCES.flatMap((kind) => [`${kind}.created`, `${kind}.updated`, `${kind}.deleted`]),

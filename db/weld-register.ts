@@ -41,12 +41,18 @@ export const REGISTER_COLUMNS = [
   'weldedOn',
   'baseMetal1PNumber',
   'baseMetal2PNumber',
+  'preheatF',
 ] as const;
 /**
  * What export adds. Import writes none of them (the lifecycle owns them); it checks `version`: a
  * weld the file would change that changed since the export is a conflict, not overwritten.
  */
-export const REGISTER_READ_ONLY_COLUMNS = ['status', 'repairCycle', 'version'] as const;
+export const REGISTER_READ_ONLY_COLUMNS = [
+  'status',
+  'repairCycle',
+  'acceptance',
+  'version',
+] as const;
 const REQUIRED_COLUMNS = ['isoNumber', 'weldNumber'];
 
 /** The errors an import answers, at most; errorCount says how many there were. */
@@ -156,7 +162,7 @@ async function importWelds(
       copyFrom(
         'copy pg_temp.weld_import_rows (line, iso_number, line_number, weld_number, type, size, ' +
           'schedule, wall_thickness, material, welder_stamp, wps_number, wps_revision, welded_on, ' +
-          'base_metal_1, base_metal_2, version) from stdin',
+          'base_metal_1, base_metal_2, preheat_f, version) from stdin',
       ),
       LONG_STATEMENT_MS,
     ),
@@ -392,7 +398,8 @@ function readHeader(record: CsvRecord): { positions: number[]; width: number; pr
   if (errors.length) throw new Refused(errors);
   return {
     // The register's columns, then `version`: the import checks it (a weld changed since the
-    // export is a conflict); status and repairCycle are the lifecycle's and read by nothing.
+    // export is a conflict); status, repairCycle and acceptance are the lifecycle's and read by
+    // nothing.
     positions: [...REGISTER_COLUMNS, 'version'].map((name) => names.indexOf(name)),
     width: names.length,
     present: names,
@@ -440,8 +447,9 @@ export async function exportWelds(
             weld_hidden.spreadsheet_text(p.wps_number) as "wpsNumber",
             weld_hidden.spreadsheet_text(p.revision) as "wpsRevision",
             r.welded_on as "weldedOn", r.base_metal_1_p_number as "baseMetal1PNumber",
-            r.base_metal_2_p_number as "baseMetal2PNumber",
-            r.status, r.repair_cycle as "repairCycle", r.version
+            r.base_metal_2_p_number as "baseMetal2PNumber", r.preheat_f as "preheatF",
+            r.status, r.repair_cycle as "repairCycle",
+            weld_hidden.spreadsheet_text(weld_public.welds_acceptance(r)) as acceptance, r.version
        from weld_public.welds r
        join weld_public.isos i on i.tenant_id = r.tenant_id and i.id = r.iso_id
        left join weld_public.welders wr on wr.tenant_id = r.tenant_id and wr.id = r.welder_id

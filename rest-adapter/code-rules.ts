@@ -164,6 +164,12 @@ export const ExaminationSelection = z
       .describe(
         'open until an examination that meets it covers the weld (its method, or one that stands for it: UT for RT where the tenant has them interchangeable, PT for MT, a visual inspection for VT), dated on or after the weld was welded, whatever its result; then done',
       ),
+    shortfall: z
+      .string()
+      .nullable()
+      .describe(
+        'set on a rejected selection whose next progressive tier found fewer welds of the same kind and welder in the lot than it asks for',
+      ),
     selectedBy: z.uuid().nullable().describe('the user who drew it, or whose NDT record caused it'),
     selectedAt: z.iso.datetime(),
   })
@@ -606,9 +612,11 @@ export const ContinuityUse = z
     source: z
       .enum(CONTINUITY_SOURCES)
       .describe(
-        'weld: a weld on record (one entry per process of its WPS); document: a documented use',
+        'weld: a weld on record (one entry per process of its WPS); repair: a repair the welder welded, on the day recorded (per process of its WPS); document: a documented use',
       ),
-    reference: z.string().describe('the weld (its number, ISO and WPS), or the document given'),
+    reference: z
+      .string()
+      .describe('the weld or repair (its number, ISO and WPS), or the document given'),
     weldId: z.uuid().nullable(),
     continuityId: z.uuid().nullable().describe('the documented use; null for a weld'),
     recordedBy: z.uuid().nullable().describe('who recorded a documented use'),

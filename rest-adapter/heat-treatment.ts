@@ -1,10 +1,11 @@
 // Heat treatment and hardness (B31.3 331, Table 331.1.1): PWHT records, each one cycle as its
 // chart shows it, covering welds (weldIds, replaced as a whole); and hardness readings, one per
 // place measured on a weld. Inspectors and engineers record them. They are judged as part of each
-// weld's checks (PWHT_REQUIRED, PWHT_OUT_OF_RANGE, HARDNESS_HIGH: GET /welds/{id}/checks) against
-// the tenant's table, weld_public.heat_treatment_rules, which a DBA edits in SQL.
+// weld's checks (PWHT_REQUIRED, PWHT_OUT_OF_RANGE, HARDNESS_HIGH, HARDNESS_REQUIRED: GET
+// /welds/{id}/checks) against the tenant's edition of the table, weld_public.heat_treatment_rules,
+// which a DBA edits in SQL.
 import { z } from 'zod';
-import { HARDNESS_LOCATIONS } from '../db/vocabulary.ts';
+import { HARDNESS_LOCATIONS, PWHT_HEATINGS } from '../db/vocabulary.ts';
 import { column, defineResource } from './resource.ts';
 
 const rate = (what: string) => z.number().int().min(0).max(10_000).describe(`${what}, °F per hour`);
@@ -19,7 +20,7 @@ export const pwhtRecords = defineResource({
   description:
     'A postweld heat treatment cycle as its chart shows it (B31.3 331): holding temperature, time at temperature, ' +
     "heating and cooling rates, the chart, and the welds it covers. A weld's latest record dated on or after the " +
-    'day it was welded is judged against B31.3 Table 331.1.1.',
+    'day it was last welded (its latest repair) is judged against B31.3 Table 331.1.1.',
   fields: {
     recordNumber: column.text('record_number', 100, {
       write: 'always',
@@ -53,6 +54,16 @@ export const pwhtRecords = defineResource({
       write: 'always',
     }),
     chartRef: column.text('chart_ref', 500, { nullable: true, write: 'always' }),
+    heating: {
+      column: 'heating',
+      type: z
+        .enum(PWHT_HEATINGS)
+        .describe(
+          'furnace (a batch in a furnace) or local (bands or pads at each weld); null: not recorded, judged as local (B31.3 331.1.7 asks hardness of every locally treated weld, 10% of a furnace batch)',
+        ),
+      nullable: true,
+      write: 'always',
+    },
   },
   filters: {
     weldId: {

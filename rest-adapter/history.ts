@@ -1,7 +1,8 @@
 // The append-only histories, each read as keyset pages of its entries, oldest first:
 //
 //   GET /welds/{id}/history         status changes (weld_status_history): who, when, from, to,
-//                                   why, and the cause (a user, or the NDT record)
+//                                   why, the cause (a user, or the NDT record), and the basis
+//                                   an acceptance named
 //   GET /ndt-records/{id}/history   changes after the record was created (examination_changes):
 //   GET /inspections/{id}/history   what changed, before and after, who, when, and the reason
 //   GET /test-packages/{id}/history state changes (test_package_state_changes): who, when, from,
@@ -67,7 +68,17 @@ export const WeldHistoryEntry = z.object({
   cause: z
     .enum(['user', 'ndt', 'system'])
     .describe("what made the change: a user, an NDT record's result, or the system"),
-  ndtRecordId: z.uuid().nullable(),
+  ndtRecordId: z
+    .uuid()
+    .nullable()
+    .describe(
+      "the NDT record whose result caused the change (cause ndt), or that a person's acceptance rests on",
+    ),
+  inspectionId: z.uuid().nullable().describe('the inspection an acceptance rests on'),
+  disposition: z
+    .string()
+    .nullable()
+    .describe("the engineer's documented disposition an acceptance rests on"),
 });
 
 export const ExaminationHistoryEntry = z.object({
@@ -129,11 +140,12 @@ const HISTORIES: History[] = [
     entry: WeldHistoryEntry,
     summary: 'The status changes of a weld, oldest first',
     description:
-      'Who changed it, when, from and to which status, why, and what caused it (a user, or the NDT record whose result it applied).',
+      'Who changed it, when, from and to which status, why, what caused it (a user, or the NDT record whose result it applied), and what each acceptance rested on (an NDT record, an inspection, or a disposition).',
     select: `select h.id::float8 as id, h.from_status as "fromStatus", h.to_status as "toStatus",
                     h.reason, h.changed_by as "changedBy", u.display_name as "changedByName",
                     h.changed_at as "changedAt", h.repair_cycle as "repairCycle", h.cause,
-                    h.ndt_record_id as "ndtRecordId"
+                    h.ndt_record_id as "ndtRecordId", h.inspection_id as "inspectionId",
+                    h.disposition
                from weld_public.weld_status_history h
                ${changer('h')}
               where h.weld_id = $1 and h.id > $2 order by h.id limit $3`,

@@ -75,7 +75,9 @@ export const isos = defineResource({
         .number()
         .min(0)
         .max(100)
-        .describe('required radiography, percent of butt welds (default 5)'),
+        .describe(
+          "the RT percent its piping class asks for its butt welds beyond the code's floor (0 by default): it raises RT where greater than the examination rules",
+        ),
       { write: 'always' },
     ),
     drawingId: column.id('drawing_id', {

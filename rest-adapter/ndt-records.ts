@@ -11,12 +11,25 @@ import { calendarDate, column, defineResource, examinationWrites, type Field } f
 
 const result = z.enum(EXAMINATION_RESULTS);
 
+/** The length of the defects found, inches (numeric(6, 3) over 0): for the repair rate by length. */
+const defectLength = z
+  .number()
+  .gt(0)
+  .max(999.999)
+  .describe('the length of the defects found, in inches (for the repair rate by length)');
+
 const WeldResult = z.strictObject({
   weldId: z.uuid(),
   result: result
     .nullable()
     .optional()
     .describe('required except for RT, where it is derived from the film intervals when omitted'),
+  defectLengthIn: defectLength
+    .nullable()
+    .optional()
+    .describe(
+      'the length of the defects this examination found in the weld, in inches (for the repair rate by length); with a rejected result only (a result left to the film carries its lengths on the rejected intervals)',
+    ),
 });
 
 const FilmInterval = z.strictObject({
@@ -26,6 +39,12 @@ const FilmInterval = z.strictObject({
     .describe('location markers, e.g. 0-1'),
   result,
   defectCodes: z.array(z.string().min(1).max(20)).max(50).describe('required when rejected'),
+  defectLengthIn: defectLength
+    .nullable()
+    .optional()
+    .describe(
+      'the length of the defects in this interval, in inches (for the repair rate by length); rejected intervals only',
+    ),
   weldIds: z.array(z.uuid()).min(1).max(20).describe('welds of this record the interval shows'),
 });
 
@@ -74,11 +93,25 @@ export const ndtRecords = defineResource({
   computed: {
     welds: {
       read: WELDS_WITH_RESULTS,
-      type: z.array(z.object({ weldId: z.uuid(), result })),
+      type: z.array(
+        z.object({
+          weldId: z.uuid(),
+          result,
+          defectLengthIn: defectLength.nullable(),
+          acceptanceHeld: z
+            .string()
+            .nullable()
+            .describe(
+              "why this record's acceptance did not move the weld to ACCEPTED: another examination of it is still owed (B31.3 341.3.3); null when it did, or when the result is a rejection",
+            ),
+        }),
+      ),
     },
     filmIntervals: {
       read: FILM_INTERVALS,
-      type: z.array(FilmInterval.extend({ id: z.uuid() })).describe('RT only; [] otherwise'),
+      type: z
+        .array(FilmInterval.extend({ id: z.uuid(), defectLengthIn: defectLength.nullable() }))
+        .describe('RT only; [] otherwise'),
     },
   },
   filters: {

@@ -75,24 +75,46 @@ const REPORTS: Report[] = [
   {
     name: 'welder-performance',
     schema: 'WelderPerformanceRow',
-    summary: 'Repair rate per welder and month, against the tenant threshold',
+    summary: 'Repair rate per welder and month examined, against the tenant threshold',
     description:
-      'Per welder and month welded: welds made, examined by RT or UT, rejected by any of those examinations (however repaired since), and the repair rate by joint and by length against the tenant\u2019s threshold (tenant settings, 5 % by default). VOIDED welds are left out. Exact at every commit (kept by triggers).',
+      'Per welder and month: the welds made that month, and the welds first examined that month by a random RT or UT examination of original work (progressive tiers and repair re-shoots are not counted: B31.3 341.3.4), those rejected (however repaired since), and the repair rate by joint and by length (the defects\u2019 length over the length examined) against the tenant\u2019s threshold (tenant settings, 5 % by default) once the minimum sample was examined (10 welds by default). VOIDED welds are left out. Exact at every commit (kept by triggers).',
     row: z.object({
       welderId: z.uuid(),
       welderStamp: z.string(),
       welderName: z.string(),
-      month: date.describe('the first day of the month welded'),
+      month: date.describe(
+        'the first day of the month: the month the welds were made (weldsMade), and the month they were first examined (the examinations and rates)',
+      ),
       weldsMade: count('welds welded that month, VOIDED ones left out'),
-      weldsExamined: count('welds covered by at least one RT or UT record'),
-      weldsRejected: count('welds an RT or UT record rejected (its result, else its film\u2019s)'),
+      weldsExamined: count(
+        'welds first examined that month by a random RT or UT record of original work: no progressive tier, no repair re-shoot',
+      ),
+      weldsRejected: count(
+        'of those, the welds a record of original work rejected (its result, else its film\u2019s)',
+      ),
       repairRatePercent: percent('weldsRejected / weldsExamined x 100; null when none examined'),
       lengthExaminedIn: z.number().describe('circumferences (pi x outside diameter, in.) examined'),
-      lengthRejectedIn: z.number().describe('circumferences rejected'),
-      repairRateByLengthPercent: percent('lengthRejectedIn / lengthExaminedIn x 100'),
+      defectLengthIn: z
+        .number()
+        .describe(
+          'the length of the defects found in the welds rejected (in.), as the NDT records give it',
+        ),
+      repairRateByLengthPercent: percent(
+        'defectLengthIn / lengthExaminedIn x 100; null while a rejection records no defect length',
+      ),
       lengthUnknown: count('welds examined whose size is no standard NPS: left out of the lengths'),
+      defectLengthUnknown: count(
+        'welds rejected whose defect length is not recorded: the rate by length is unknown while any is',
+      ),
       thresholdPercent: z.number().describe('the tenant\u2019s repair rate threshold'),
-      overThreshold: z.boolean().describe('repairRatePercent is over thresholdPercent'),
+      minimumExamined: count(
+        'the fewest welds examined in a month before the rate may be over the threshold (tenant settings)',
+      ),
+      overThreshold: z
+        .boolean()
+        .describe(
+          'at least minimumExamined welds were examined and repairRatePercent is over thresholdPercent',
+        ),
     }),
     key: [
       ['month', 'date'],

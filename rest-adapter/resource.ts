@@ -80,12 +80,19 @@ export interface Field {
   nullable?: boolean;
   /** SQL reading the value, the row being `r` (default `r.<column>`). */
   read?: string;
-  /** 'create': written when the item is created only; 'always': on create and update. */
-  write?: 'create' | 'always';
+  /**
+   * 'create': written when the item is created only; 'always': on create and update; 'update': by
+   * an update only (the item is made by the service, a weld's repair by its lifecycle).
+   */
+  write?: 'create' | 'always' | 'update';
   /** Must be given on create (otherwise the database's default applies). */
   required?: boolean;
   /** Offered as a list filter of the same name, matching equal values. */
   filter?: boolean;
+}
+
+function utcMilliseconds(sql: string): string {
+  return `to_char(${sql} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 }
 
 /** Field builders for the common column types (numbers read as float8, dates as text). */
@@ -112,10 +119,20 @@ export const column = {
     type: z.uuid(),
     ...options,
   }),
+  /** A moment (timestamptz), as JavaScript's Date renders it: UTC, milliseconds. */
+  instant: (name: string, options: Partial<Field> = {}): Field => ({
+    column: name,
+    type: z.iso.datetime(),
+    read: utcMilliseconds(`r.${name}`),
+    ...options,
+  }),
 };
 
 /** A length in inches as the tables hold it, numeric(6, 3): 0 to 999.999. */
 export const inches = z.number().min(0).max(999.999).describe('inches');
+
+/** A preheat temperature as the tables hold it (a weld's, a repair's, a WPS's minimum): 0 to 1500 °F. */
+export const fahrenheit = z.number().int().min(0).max(1500);
 
 /**
  * A calendar date of this domain, YYYY-MM-DD from 1900-01-01 to 2200-12-31: every date column
@@ -350,7 +367,7 @@ export function defineResource(spec: ResourceSpec): Resource {
       ? z.strictObject({
           ...Object.fromEntries(
             fields
-              .filter(([, f]) => f.write)
+              .filter(([, f]) => f.write === 'create' || f.write === 'always')
               .map(([name, f]) => {
                 const type = nullableIf(f.type, f.nullable);
                 return [name, f.required ? type : type.optional()];
@@ -365,7 +382,7 @@ export function defineResource(spec: ResourceSpec): Resource {
       ? z.strictObject({
           ...Object.fromEntries(
             fields
-              .filter(([, f]) => f.write === 'always')
+              .filter(([, f]) => f.write === 'always' || f.write === 'update')
               .map(([name, f]) => [name, nullableIf(f.type, f.nullable).optional()]),
           ),
           ...Object.fromEntries(writableLinks.map(([name, l]) => [name, memberList(l).optional()])),
@@ -399,9 +416,6 @@ export function defineResource(spec: ResourceSpec): Resource {
     tagSql: spec.tag ?? 'r.version::text',
   };
 }
-
-const utcMilliseconds = (sql: string) =>
-  `to_char(${sql} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * The FROM clause that gives items as JSON text: `source` (the table, or a function returning

@@ -11,6 +11,7 @@ import { pqrs } from './pqrs.ts';
 import { punchItems } from './punch-items.ts';
 import type { Resource } from './resource.ts';
 import { testPackages } from './test-packages.ts';
+import { weldRepairs } from './weld-repairs.ts';
 import { welderQualifications } from './welder-qualifications.ts';
 import { welders } from './welders.ts';
 import { welds } from './welds.ts';
@@ -19,6 +20,7 @@ import { wps } from './wps.ts';
 export const RESOURCES: Resource[] = [
   isos,
   welds,
+  weldRepairs,
   welders,
   pqrs,
   wps,

@@ -657,6 +657,7 @@ const EVENT_DATA: Record<
   pwht_record: 'PwhtRecord',
   hardness_reading: 'HardnessReading',
   component: 'Component',
+  weld_repair: 'WeldRepair',
   filler_lot: 'FillerLot',
   weld_filler: 'WeldFiller',
   punch_item: 'PunchItem',

@@ -1,7 +1,8 @@
 // Welds, described like every resource (resource.ts) but with two paths of their own:
 //
-//   PATCH /welds/{id}/status   {"status", "reason"?}, optional If-Match: the lifecycle function
-//                              decides (409 with `allowed`, 403, 412, 422 reason required)
+//   PATCH /welds/{id}/status   {"status", "reason"?, the basis of an acceptance, a re-weld's
+//                              "repair"?}, optional If-Match: the lifecycle function decides (409
+//                              with `allowed`, or an examination still owed; 403, 412, 422)
 //   GET   /welds/{id}/history  the weld's status changes (history.ts)
 //   GET   /weld-transitions    the tenant's transition rules, so a client (the web app) can
 //                              offer only the changes the rules and the caller's role allow
@@ -22,6 +23,7 @@ import {
   column,
   defineResource,
   expectedVersion,
+  fahrenheit,
   inches,
   itemsFrom,
   pathId,
@@ -100,16 +102,20 @@ export const welds = defineResource({
     },
     component1Id: column.id('component_1_id', { nullable: true, write: 'always' }),
     component2Id: column.id('component_2_id', { nullable: true, write: 'always' }),
+    throatIn: column.number(
+      'throat_in',
+      inches
+        .positive()
+        .describe(
+          'the throat thickness of a socket or fillet weld, in inches (B31.3 Table 331.1.3)',
+        ),
+      { nullable: true, write: 'always' },
+    ),
     preheatF: column.number(
       'preheat_f',
-      z
-        .number()
-        .int()
-        .min(0)
-        .max(1500)
-        .describe(
-          'the minimum preheat temperature recorded for the weld, in degrees Fahrenheit (B31.3 330)',
-        ),
+      fahrenheit.describe(
+        'the minimum preheat temperature recorded for the weld, in degrees Fahrenheit (B31.3 330)',
+      ),
       { nullable: true, write: 'always' },
     ),
     // Its place on its ISO's drawing (the weld map, F20): all three, or none.
@@ -146,6 +152,32 @@ export const welds = defineResource({
         .enum(WELD_STATUSES)
         .describe('changed by PATCH /welds/{id}/status and NDT results only'),
     },
+    acceptanceNdtRecordId: column.id('acceptance_ndt_record_id', {
+      nullable: true,
+      type: z
+        .uuid()
+        .describe(
+          'while ACCEPTED: the NDT record that accepted it (its result, or the basis an inspector named)',
+        ),
+    }),
+    acceptanceInspectionId: column.id('acceptance_inspection_id', {
+      nullable: true,
+      type: z
+        .uuid()
+        .describe(
+          'while ACCEPTED: the inspection that accepted it, named as the basis of the acceptance',
+        ),
+    }),
+    acceptanceDisposition: column.text('acceptance_disposition', 2000, {
+      nullable: true,
+      type: z
+        .string()
+        .min(1)
+        .max(2000)
+        .describe(
+          "while ACCEPTED: the engineer's documented disposition it was accepted on (a use-as-is decision, its reference). An ACCEPTED weld with none of the three was accepted before acceptances named their basis",
+        ),
+    }),
     repairCycle: {
       column: 'repair_cycle',
       type: z
@@ -173,7 +205,7 @@ export const welds = defineResource({
   access: {
     create: 'engineer',
     update:
-      'engineer (every field but status, repairCycle, version); an inspector its place on the drawing only (mapPage, mapX, mapY: the three together, or null)',
+      'engineer (every field but status, repairCycle, the acceptance, version); an inspector its place on the drawing only (mapPage, mapX, mapY: the three together, or null)',
   },
   problems: {
     invalid: problem(`${refusal.invalid};${CHECKS_FAILED}`, 'WeldChecksProblem'),
@@ -193,9 +225,47 @@ export const welds = defineResource({
   },
 });
 
+/** A re-weld's own welding (REPAIR -> PENDING): its weld_repairs row's fields. */
+export const RepairWelding = z
+  .strictObject({
+    weldedOn: calendarDate.nullable().optional().describe('the day the repair was welded'),
+    welderId: z.uuid().nullable().optional().describe('the welder who made the repair'),
+    wpsId: z
+      .uuid()
+      .nullable()
+      .optional()
+      .describe("the WPS the repair was welded to (its repair WPS); null: the weld's own"),
+    preheatF: fahrenheit
+      .nullable()
+      .optional()
+      .describe('the minimum preheat recorded for the repair, in degrees Fahrenheit'),
+  })
+  .describe(
+    'The repair as welded, given with REPAIR -> PENDING (each may also be recorded later: PATCH /weld-repairs/{id})',
+  );
+
 export const StatusChange = z.strictObject({
   status: z.enum(WELD_STATUSES),
   reason: z.string().max(2000).optional().describe('required by some transitions (see the rules)'),
+  ndtRecordId: z
+    .uuid()
+    .optional()
+    .describe(
+      'ACCEPTED only: the NDT record the acceptance rests on; it covers the weld, accepted it, and is dated on or after the weld (or its latest repair) was welded',
+    ),
+  inspectionId: z
+    .uuid()
+    .optional()
+    .describe('ACCEPTED only: the visual or final inspection the acceptance rests on, likewise'),
+  disposition: z
+    .string()
+    .min(1)
+    .max(2000)
+    .optional()
+    .describe(
+      'ACCEPTED only, engineers: the documented disposition the acceptance rests on (a use-as-is decision, its reference). An acceptance names exactly one of ndtRecordId, inspectionId and disposition',
+    ),
+  repair: RepairWelding.optional(),
 });
 
 export const WeldTransition = z.object({
@@ -254,11 +324,13 @@ export function weldLifecycleRoutes(pool: pg.Pool): Route[] {
           },
           '403': problem('your role may not make this change (or CSRF check failed)'),
           '409': problem(
-            'the rules do not allow this change (`allowed` lists what they allow); or, where the tenant refuses failing welds, ACCEPTED for a repaired weld whose re-examination is owed (/problems/reexamination-open, `checks`)',
+            "the rules do not allow this change (`allowed` lists what they allow); or ACCEPTED while an examination of the weld is owed: a repair's re-examination by the method that rejected it, or a selection of it not yet examined (/problems/reexamination-open, `checks` names it as REEXAMINATION_OPEN or EXAMINATION_OPEN; the weld stays as it is)",
             'TransitionProblem',
           ),
           '412': problem('If-Match is stale'),
-          '422': problem('status is not one of the five values, or the rule requires a reason'),
+          '422': problem(
+            'status is not one of the five values; the rule requires a reason; an acceptance names no basis, or more than one, or one that did not accept this weld as it was last welded; a basis given with another status; a repair given other than with REPAIR -> PENDING, or its weldedOn before the weld was made or after an examination of the repair',
+          ),
           ...common,
         },
         schemas: { StatusChange: json(StatusChange, 'input') },
@@ -272,8 +344,17 @@ export function weldLifecycleRoutes(pool: pg.Pool): Route[] {
           db.query<ItemJson>(
             prepared(
               `select row_to_json(x)::text as json, ${welds.tagSql} as tag
-                 from ${itemsFrom(welds, 'weld_public.change_weld_status($1, $2, $3, $4)')}`,
-              [id, change.status, change.reason ?? null, version],
+                 from ${itemsFrom(welds, 'weld_public.change_weld_status($1, $2, $3, $4, $5, $6, $7, $8::jsonb)')}`,
+              [
+                id,
+                change.status,
+                change.reason ?? null,
+                version,
+                change.ndtRecordId ?? null,
+                change.inspectionId ?? null,
+                change.disposition ?? null,
+                change.repair ? JSON.stringify(change.repair) : null,
+              ],
             ),
           ),
         );

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { WPS_STATES } from '../db/vocabulary.ts';
 import { processType, reliedOnProblems } from './pqrs.ts';
-import { column, defineResource, inches, pNumber } from './resource.ts';
+import { column, defineResource, fahrenheit, inches, pNumber } from './resource.ts';
 
 export const wps = defineResource({
   path: 'wps',
@@ -44,6 +44,25 @@ export const wps = defineResource({
       nullable: true,
       write: 'always',
     },
+    additionalJoints: {
+      column: 'additional_joints',
+      type: z
+        .array(
+          z
+            .string()
+            .regex(
+              /^[0-9]{1,3}[A-Z]?-[0-9]{1,3}[A-Z]?$/,
+              'must be a joint of two P-numbers, P-P (4-1 for P-No. 4 to P-No. 1)',
+            ),
+        )
+        .min(1)
+        .max(20)
+        .describe(
+          'the joints it covers beyond the one its P-numbers name, each P-P (4-3, 4-1), each qualified by one of its PQRs (QW-424.1); null: none',
+        ),
+      nullable: true,
+      write: 'always',
+    },
     fNumbers: {
       column: 'f_numbers',
       type: z
@@ -52,6 +71,23 @@ export const wps = defineResource({
         .max(10)
         .describe(
           "the filler F-numbers the WPS qualifies (ASME IX QW-404.4); null: not recorded (a weld's fillers are then DATA_MISSING)",
+        ),
+      nullable: true,
+      write: 'always',
+    },
+    preheatMinF: column.number(
+      'preheat_min_f',
+      fahrenheit.describe(
+        "the minimum preheat the WPS asks, in degrees Fahrenheit; a weld's preheat is held to it where it is above B31.3 Table 330.1.1's",
+      ),
+      { nullable: true, write: 'always' },
+    ),
+    pwhtRequired: {
+      column: 'pwht_required',
+      type: z
+        .boolean()
+        .describe(
+          'true: the WPS is qualified with PWHT (QW-407.1), so its welds need it whatever the wall; false: as-welded, so the exemptions of B31.3 Table 331.1.3 may apply; null: not recorded (no exemption applies)',
         ),
       nullable: true,
       write: 'always',
@@ -90,6 +126,10 @@ export const wps = defineResource({
       write: true,
     },
   },
-  access: { create: 'engineer', update: 'engineer (state, pNumbers, fNumbers, ranges, pqrIds)' },
+  access: {
+    create: 'engineer',
+    update:
+      'engineer (state, pNumbers, additionalJoints, fNumbers, preheatMinF, pwhtRequired, ranges, pqrIds)',
+  },
   problems: reliedOnProblems(true),
 });

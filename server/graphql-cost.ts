@@ -132,6 +132,8 @@ export const COMPUTED_COLUMN_WEIGHTS: Readonly<Record<string, number>> = {
   'ExaminationSelection.inspectionId': 5,
   'ExaminationSelection.ndtRecordId': 5,
   'NdtRecordWeld.effectiveResult': 2,
+  // One index lookup: the NDT record or inspection an acceptance rests on.
+  'Weld.acceptance': 2,
   // Two index lookups (either side of a weld) per component.
   'Component.welds': 2,
 };

@@ -26,6 +26,12 @@ export interface QueuedStatus extends Queued {
   fromStatus: Status;
   status: Status;
   reason?: string;
+  /** An acceptance's basis (one of the three), as PATCH /welds/{id}/status takes it. */
+  ndtRecordId?: string;
+  inspectionId?: string;
+  disposition?: string;
+  /** A re-weld's own welding (REPAIR -> PENDING). */
+  repair?: { weldedOn: string; welderId: string | null };
 }
 
 /** Where a weld is on its ISO's drawing (weld-map.tsx). */
@@ -143,7 +149,14 @@ export async function flushOutbox(
             })
           : await api<Weld>(`/welds/${change.weldId}/status`, {
               method: 'PATCH',
-              body: { status: change.status, ...(change.reason && { reason: change.reason }) },
+              body: {
+                status: change.status,
+                ...(change.reason && { reason: change.reason }),
+                ...(change.ndtRecordId && { ndtRecordId: change.ndtRecordId }),
+                ...(change.inspectionId && { inspectionId: change.inspectionId }),
+                ...(change.disposition && { disposition: change.disposition }),
+                ...(change.repair && { repair: change.repair }),
+              },
               ifMatch: change.ifMatch,
             });
         applied.push({ change, weld: body });

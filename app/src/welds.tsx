@@ -501,6 +501,7 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
             etag={etag ?? tagOf(weld)}
             rules={rules}
             checks={related?.checks}
+            bases={acceptanceBases(weld, related)}
             changed={(w, tag) => {
               setWeld(w);
               setEtag(tag);
@@ -529,6 +530,46 @@ export function WeldDetail({ shell, id }: { shell: Shell; id: string }) {
   );
 }
 
+/** What an acceptance may rest on: a record of this weld that accepted it (the newest first). */
+interface Basis {
+  key: string;
+  label: string;
+  body: { ndtRecordId: string } | { inspectionId: string };
+}
+
+/**
+ * The weld's NDT records and visual or final inspections that accepted it since it was last
+ * welded (the service judges the dates again): what an inspector's acceptance names as its basis.
+ */
+function acceptanceBases(weld: Weld, related: Related | undefined): Basis[] {
+  if (!related) return [];
+  const ndt = related.ndt
+    .filter((r) => r.welds.some((w) => w.weldId === weld.id && w.result === 'accepted'))
+    .map((r) => ({
+      on: r.examinedOn,
+      key: `ndt:${r.id}`,
+      label: `${r.method} report ${r.reportNumber} of ${r.examinedOn}`,
+      body: { ndtRecordId: r.id },
+    }));
+  const inspections = related.inspections
+    .filter((i) => (i.kind === 'visual' || i.kind === 'final') && i.result === 'accepted')
+    .map((i) => ({
+      on: i.inspectedOn,
+      key: `inspection:${i.id}`,
+      label: `${i.kind} inspection of ${i.inspectedOn} (${i.inspectorName})`,
+      body: { inspectionId: i.id },
+    }));
+  return [...ndt, ...inspections]
+    .sort((a, b) => b.on.localeCompare(a.on))
+    .map(({ key, label, body }) => ({ key, label, body }));
+}
+
+/** Today as the device's calendar says it: the day a repair is most often welded. */
+const today = () => {
+  const now = new Date();
+  return new Date(now.getTime() - now.getTimezoneOffset() * 60_000).toISOString().slice(0, 10);
+};
+
 function StatusChange(props: {
   shell: Shell;
   weld: Weld;
@@ -536,16 +577,46 @@ function StatusChange(props: {
   rules: Transition[];
   /** The code rules' verdict on the weld: accepting a weld that fails them earns a warning. */
   checks: WeldChecks | undefined;
+  /** What an acceptance may rest on. */
+  bases: Basis[];
   changed: (weld: Weld, etag: string) => void;
   reread: () => Promise<Weld>;
 }) {
   const { shell, weld, etag } = props;
   const [target, setTarget] = useState<Status | ''>('');
   const [reason, setReason] = useState('');
+  // The acceptance's basis: a basis's key, or 'disposition' (engineers) with its text.
+  const [basis, setBasis] = useState('');
+  const [disposition, setDisposition] = useState('');
+  // A re-weld's own welding (REPAIR -> PENDING).
+  const [repairOn, setRepairOn] = useState(today());
+  const [repairWelder, setRepairWelder] = useState(weld.welderId ?? '');
+  const [welders, setWelders] = useState<Array<{ id: string; stamp: string }>>([]);
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<{ text: string; problem: boolean } | undefined>();
   const steps = nextSteps(props.rules, weld.status, shell.user.role);
   const step = steps.find((s) => s.toStatus === target);
+  const engineer = shell.user.role === 'engineer' || shell.user.role === 'admin';
+  const reweld = weld.status === 'REPAIR' && target === 'PENDING';
+  const chosen = props.bases.find((b) => b.key === basis) ?? props.bases[0];
+
+  useEffect(() => {
+    if (!reweld || welders.length) return;
+    api<Page<{ id: string; stamp: string }>>(`/welders${query({ limit: '500' })}`).then(
+      (answer) => setWelders(answer.body.items),
+      () => {},
+    );
+  }, [reweld]);
+
+  /** What the change says beyond its status: the basis of an acceptance, a re-weld's welding. */
+  const details = () => {
+    if (target === 'ACCEPTED') {
+      if (basis === 'disposition') return { disposition: disposition.trim() };
+      return chosen ? chosen.body : {};
+    }
+    if (reweld) return { repair: { weldedOn: repairOn, welderId: repairWelder || null } };
+    return {};
+  };
 
   const waiting = shell.queued.find((c) => c.weldId === weld.id);
 
@@ -564,6 +635,7 @@ function StatusChange(props: {
       fromStatus: weld.status,
       status: target as Status,
       ...(reason.trim() && { reason: reason.trim() }),
+      ...details(),
       ifMatch: etag,
       queuedAt: new Date().toISOString(),
     });
@@ -582,7 +654,7 @@ function StatusChange(props: {
       if (!navigator.onLine) return await queue();
       const answer = await api<Weld>(`/welds/${weld.id}/status`, {
         method: 'PATCH',
-        body: { status: target, ...(reason.trim() && { reason: reason.trim() }) },
+        body: { status: target, ...(reason.trim() && { reason: reason.trim() }), ...details() },
         ifMatch: etag,
       });
       props.changed(answer.body, answer.etag ?? tagOf(answer.body));
@@ -678,6 +750,84 @@ function StatusChange(props: {
           let you accept it; make sure that is what you mean.
         </p>
       )}
+      {target === 'ACCEPTED' && (
+        <fieldset class="choices">
+          <legend>Accepted on</legend>
+          {props.bases.map((b) => (
+            <label key={b.key}>
+              <input
+                type="radio"
+                name="basis"
+                value={b.key}
+                checked={chosen?.key === b.key && basis !== 'disposition'}
+                onChange={() => setBasis(b.key)}
+              />
+              {b.label}
+            </label>
+          ))}
+          {engineer && (
+            <label>
+              <input
+                type="radio"
+                name="basis"
+                value="disposition"
+                checked={basis === 'disposition' || (!chosen && basis === '')}
+                onChange={() => setBasis('disposition')}
+              />
+              a documented disposition (engineers)
+            </label>
+          )}
+          {!props.bases.length && !engineer && (
+            <p class="hint">
+              No NDT record or visual inspection of this weld accepted it yet: record one first,
+              then accept on it.
+            </p>
+          )}
+        </fieldset>
+      )}
+      {target === 'ACCEPTED' && engineer && (basis === 'disposition' || !chosen) && (
+        <div class="field">
+          <label for="disposition">Disposition (its reference and decision)</label>
+          <textarea
+            id="disposition"
+            rows={2}
+            maxLength={2000}
+            required
+            value={disposition}
+            onInput={(e) => setDisposition(e.currentTarget.value)}
+          />
+        </div>
+      )}
+      {reweld && (
+        <fieldset class="choices">
+          <legend>The repair as welded</legend>
+          <div class="field">
+            <label for="repair-on">Welded on</label>
+            <input
+              id="repair-on"
+              type="date"
+              required
+              value={repairOn}
+              onInput={(e) => setRepairOn(e.currentTarget.value)}
+            />
+          </div>
+          <div class="field">
+            <label for="repair-welder">Welder</label>
+            <select
+              id="repair-welder"
+              value={repairWelder}
+              onChange={(e) => setRepairWelder(e.currentTarget.value)}
+            >
+              <option value="">not recorded</option>
+              {welders.map((w) => (
+                <option key={w.id} value={w.id}>
+                  {w.stamp}
+                </option>
+              ))}
+            </select>
+          </div>
+        </fieldset>
+      )}
       <div class="field">
         <label for="reason">
           Reason{step ? (step.reasonRequired ? ' (required)' : ' (optional)') : ''}
@@ -692,7 +842,15 @@ function StatusChange(props: {
         />
       </div>
       {said}
-      <button type="submit" disabled={!target || busy}>
+      <button
+        type="submit"
+        disabled={
+          !target ||
+          busy ||
+          (target === 'ACCEPTED' &&
+            (basis === 'disposition' || !chosen ? !engineer || !disposition.trim() : false))
+        }
+      >
         {busy ? 'Saving…' : shell.online ? 'Change status' : 'Change status (offline)'}
       </button>
     </form>

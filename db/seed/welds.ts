@@ -8,7 +8,7 @@
 // asks, and always when their fate is anything but a plain acceptance: the first shots of a day on an ISO share one RT report of
 // up to five welds, a re-shoot after repair is a report of its own, each weld gets two to four
 // film intervals, and a rejected weld a rejected interval with a defect code, which rejects the
-// whole report. Other welds are accepted or rejected by the system.
+// whole report. Other welds are rejected by the system, or accepted on a visual inspection.
 import type { Welder } from './procedures.ts';
 import { date, instant, type Random } from './random.ts';
 import type { Row, SeedTables } from './tables.ts';
@@ -98,11 +98,24 @@ export function addWeld(
     (type === 'BW' || type === 'TW') &&
     fate !== 'awaiting' &&
     (sheet.rtPercent === 100 || rng.chance(sheet.rtPercent / 100) || fate !== 'accepted');
-  const history = new History(tables, id, weldedDay + rng.int(1, 5));
+  const wall = WALL[String(size)]?.[schedule] ?? null;
+  // B31.3 Table 330.1.1: 50 F, and 175 F for carbon steel walls of 1 in. and more.
+  const preheat = welded ? preheatOf(sheet, wall) : null;
+  const history = new History(
+    tables,
+    id,
+    weldedDay + rng.int(1, 5),
+    welded ? welder.id : null,
+    preheat,
+  );
+  // A radiographed weld is accepted or rejected by its RT report; another is rejected by the
+  // system, and accepted on a visual inspection of that day (its acceptance's basis).
   const examine = (accepted: boolean, alone = false) => {
     const to = accepted ? 'ACCEPTED' : 'REJECTED';
     if (radiographed) {
       history.step(to, 'ndt', rt.shoot(rng, tables, { id, size }, history.day, accepted, alone));
+    } else if (accepted) {
+      history.step(to, 'system', null, null, visual(rng, tables, id, history.day));
     } else {
       history.step(to, 'system');
     }
@@ -115,7 +128,7 @@ export function addWeld(
     type,
     size,
     schedule,
-    wall_thickness: WALL[String(size)]?.[schedule] ?? null,
+    wall_thickness: wall,
     material: sheet.carbon ? (size <= 2 ? 'A105' : 'A106-B') : 'A312-TP316L',
     welder_id: welded ? welder.id : null,
     // A WPS the welder is qualified to, for the line's material (planned welds too: the welder
@@ -125,7 +138,10 @@ export function addWeld(
     // Both sides of the line's material: P-No. 1 carbon steel, P-No. 8 stainless (ASME IX QW-422).
     base_metal_1_p_number: sheet.carbon ? '1' : '8',
     base_metal_2_p_number: sheet.carbon ? '1' : '8',
+    preheat_f: preheat,
     status: history.status,
+    acceptance_ndt_record_id: history.status === 'ACCEPTED' ? history.acceptedBy.ndt : null,
+    acceptance_inspection_id: history.status === 'ACCEPTED' ? history.acceptedBy.inspection : null,
     repair_cycle: history.repairCycle,
     version: 1 + history.steps,
     created_at: instant(sheet.isoDay, 0),
@@ -134,6 +150,27 @@ export function addWeld(
     updated_at: welded ? instant(history.day, 480 + history.steps) : instant(sheet.isoDay, 0),
   });
   return { id, welded };
+}
+
+/** The preheat a weld of the sheet was given: the table's minimum for its material and wall. */
+function preheatOf(sheet: Sheet, wall: number | null): number {
+  return sheet.carbon && wall !== null && wall >= 1 ? 175 : 50;
+}
+
+/** A visual inspection of one weld on `day`, accepted: what an acceptance without RT rests on. */
+function visual(rng: Random, tables: SeedTables, weldId: string, day: number): string {
+  const id = rng.id();
+  tables.inspections.push({
+    id,
+    kind: 'visual',
+    inspector_name: 'QC visual',
+    inspected_on: date(day),
+    result: 'accepted',
+    created_at: instant(day, 470),
+    updated_at: instant(day, 470),
+  });
+  tables.inspectionWelds.push({ inspection_id: id, weld_id: weldId });
+  return id;
 }
 
 /** The WPSs a welder on the sheet welds to: those they are qualified to for its material. */
@@ -183,33 +220,82 @@ function walk(
   }
 }
 
-/** A weld's status history as it is made: each change a minute after the last, from 08:00. */
+/**
+ * A weld's status history as it is made: each change a minute after the last, from 08:00. Each
+ * release for repair opens its repair, which the welder who made the weld repairs on the day
+ * it leaves REPAIR, with the weld's WPS and preheat.
+ */
 class History {
   status = 'PENDING';
   repairCycle = 0;
   steps = 0;
   /** The project day of the next change. */
   day: number;
+  /** What the last acceptance rests on. */
+  acceptedBy: { ndt: string | null; inspection: string | null } = { ndt: null, inspection: null };
   readonly #tables: SeedTables;
   readonly #weldId: string;
+  readonly #welderId: string | null;
+  readonly #preheat: number | null;
+  #repair: Row<SeedTables['repairs']['columns']> | undefined;
 
-  constructor(tables: SeedTables, weldId: string, day: number) {
+  constructor(
+    tables: SeedTables,
+    weldId: string,
+    day: number,
+    welderId: string | null,
+    preheat: number | null,
+  ) {
     this.#tables = tables;
     this.#weldId = weldId;
+    this.#welderId = welderId;
+    this.#preheat = preheat;
     this.day = day;
   }
 
-  step(to: string, cause: string, ndtRecordId: string | null = null, reason: string | null = null) {
-    if (to === 'REPAIR') this.repairCycle++;
+  step(
+    to: string,
+    cause: string,
+    ndtRecordId: string | null = null,
+    reason: string | null = null,
+    inspectionId: string | null = null,
+  ) {
+    const at = instant(this.day, 480 + this.steps++);
+    if (to === 'REPAIR') {
+      this.repairCycle++;
+      this.#repair = {
+        weld_id: this.#weldId,
+        repair_cycle: this.repairCycle,
+        released_at: at,
+        rewelded_at: null,
+        welded_on: null,
+        welder_id: null,
+        preheat_f: null,
+        created_at: at,
+        updated_at: at,
+      };
+      this.#tables.repairs.push(this.#repair);
+    }
+    if (this.status === 'REPAIR' && to === 'PENDING' && this.#repair) {
+      Object.assign(this.#repair, {
+        rewelded_at: at,
+        welded_on: date(this.day),
+        welder_id: this.#welderId,
+        preheat_f: this.#preheat,
+        updated_at: at,
+      });
+    }
+    if (to === 'ACCEPTED') this.acceptedBy = { ndt: ndtRecordId, inspection: inspectionId };
     this.#tables.history.push({
       weld_id: this.#weldId,
       from_status: this.status,
       to_status: to,
       reason,
-      changed_at: instant(this.day, 480 + this.steps++),
+      changed_at: at,
       repair_cycle: this.repairCycle,
       cause,
       ndt_record_id: ndtRecordId,
+      inspection_id: inspectionId,
     });
     this.status = to;
   }

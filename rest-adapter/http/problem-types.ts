@@ -191,9 +191,9 @@ export const PROBLEM_TYPES = {
   },
   'reexamination-open': {
     status: 409,
-    title: 'Re-examination owed',
+    title: 'Examination owed',
     description:
-      'a repaired weld accepted by hand while it still owes the re-examination by the method that rejected it (B31.3 341.3.3), in a tenant that refuses failing welds; `checks` names it',
+      "a weld accepted while an examination of it is owed: a repair's re-examination by the method that rejected it (B31.3 341.3.3, `REEXAMINATION_OPEN`), or a selection of it not yet examined (`EXAMINATION_OPEN`); the weld stays as it is; `checks` names it",
     sqlstates: ['WD012'],
     members: z.object({ checks: list }),
   },

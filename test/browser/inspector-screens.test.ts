@@ -46,7 +46,16 @@ async function world(t: ExecutionContext) {
   await page.goto('/app/');
   await signInToApp(page, 'inspector', PASSWORD);
   const token = (await login(port, host, 'inspector')).json.accessToken as string;
-  return { port, host, token, page, problems, welds: rows as [Weld, Weld] };
+  return {
+    port,
+    host,
+    token,
+    page,
+    problems,
+    owner,
+    tenantId: tenant.id,
+    welds: rows as [Weld, Weld],
+  };
 }
 
 async function openWeld(page: Page, weld: Weld) {
@@ -122,7 +131,7 @@ test("a weld's page shows what it is made of and what was done to it: components
     path: `/welds/${w1.id}`,
     host: w.host,
     headers: { authorization: `Bearer ${engineer}` },
-    body: { component1Id: pipe.id, wallThickness: 0.6, preheatF: 300 },
+    body: { component1Id: pipe.id, wallThickness: 0.6, preheatF: 350 },
   });
   t.is(patched.status, 200, patched.text);
   const lot = await post(
@@ -153,10 +162,17 @@ test("a weld's page shows what it is made of and what was done to it: components
   await page.getByText('PW-5, 2026-11-20: 1200 °F for 60 min').waitFor();
   await page.getByText('250 HB, heat affected zone, 2026-11-21').waitFor();
   const fields = await page.locator('dl.fields').innerText();
-  t.regex(fields, /Preheat \(°F\)\s+300/);
+  t.regex(fields, /Preheat \(°F\)\s+350/);
   t.regex(fields, /Base metals\s+P-No\. 5A to P-No\. /);
-  // PWHT at 1200 °F is below P-No. 5A's range; 250 HB is over its 241.
+  // PWHT at 1200 °F is below P-No. 5A's range. Built to B31.3-2012, 250 HB is over its 241 too
+  // (the 2022 edition sets no Brinell limit).
   await page.getByText(/PWHT_OUT_OF_RANGE/).waitFor();
+  t.is(await page.getByText(/HARDNESS_HIGH/).count(), 0);
+  await w.owner.query(
+    `update weld_public.tenant_settings set code_edition = 'B31.3-2012' where tenant_id = $1`,
+    [w.tenantId],
+  );
+  await page.reload();
   await page.getByText(/HARDNESS_HIGH/).waitFor();
   await screenshot(page, 'phone-weld-traceability');
   t.deepEqual(w.problems, []);
@@ -219,4 +235,69 @@ test('on a phone the weld list sorts by weld number, status or date welded, as G
   }
   await screenshot(w.page, 'phone-welds-sorted');
   t.deepEqual(w.problems, []);
+});
+
+test("a repaired weld reported re-welded records the repair's day and welder; an engineer accepts a weld on a typed disposition", async (t) => {
+  const w = await world(t);
+  const [w1, w2] = w.welds;
+  const call = async (token: string, method: string, path: string, body?: unknown) => {
+    const res = await request(w.port, {
+      method,
+      path,
+      host: w.host,
+      headers: { authorization: `Bearer ${token}` },
+      body,
+    });
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
+    return res.json as { welderId: string | null; weldedOn: string };
+  };
+  const engineer = (await login(w.port, w.host, 'engineer')).json.accessToken as string;
+  // W1 rejected by RT, released for repair by the engineer.
+  const weld = await call(w.token, 'GET', `/welds/${w1.id}`);
+  await call(w.token, 'POST', '/ndt-records', {
+    method: 'RT',
+    reportNumber: 'RT-REP',
+    examinedOn: weld.weldedOn,
+    welds: [{ weldId: w1.id, result: 'rejected' }],
+  });
+  await call(engineer, 'PATCH', `/welds/${w1.id}/status`, { status: 'REPAIR' });
+
+  const page = w.page;
+  await openWeld(page, w1);
+  await page.getByRole('radio', { name: /^PENDING/ }).check();
+  const repair = page.getByRole('group', { name: 'The repair as welded' });
+  const today = new Date().toISOString().slice(0, 10);
+  t.is(await repair.getByLabel('Welded on').inputValue(), today, 'today unless changed');
+  await repair.getByLabel('Welder').selectOption(weld.welderId);
+  await page.getByRole('button', { name: /^Change status/ }).click();
+  await page.getByRole('heading', { level: 1 }).locator('.status').getByText('PENDING').waitFor();
+  const { rows } = await w.owner.query<{ welded_on: string; welder_id: string }>(
+    `select to_char(welded_on, 'YYYY-MM-DD') as welded_on, welder_id from weld_public.weld_repairs
+      where weld_id = $1`,
+    [w1.id],
+  );
+  t.deepEqual(rows, [{ welded_on: today, welder_id: weld.welderId! }]);
+
+  // The engineer chooses a documented disposition as the basis: it must be typed.
+  const context = await browser().newContext({ baseURL: `http://${w.host}`, viewport: PHONE });
+  t.teardown(() => context.close());
+  const desk = await context.newPage();
+  const problems: string[] = [];
+  watchPage(desk, problems);
+  await desk.goto('/app/');
+  await signInToApp(desk, 'engineer', PASSWORD);
+  await openWeld(desk, w2);
+  await desk.getByRole('radio', { name: /^ACCEPTED/ }).check();
+  await desk.getByRole('radio', { name: /^a documented disposition/ }).check();
+  const submit = desk.getByRole('button', { name: /^Change status/ });
+  t.true(await submit.isDisabled(), 'no basis yet');
+  await desk.getByLabel(/^Disposition/).fill('NCR-77 use as is');
+  await submit.click();
+  await desk.getByRole('heading', { level: 1 }).locator('.status').getByText('ACCEPTED').waitFor();
+  const { rows: accepted } = await w.owner.query<{ acceptance_disposition: string }>(
+    'select acceptance_disposition from weld_public.welds where id = $1',
+    [w2.id],
+  );
+  t.deepEqual(accepted, [{ acceptance_disposition: 'NCR-77 use as is' }]);
+  t.deepEqual([...w.problems, ...problems], []);
 });

@@ -112,6 +112,27 @@ async function statusChanges(w: World, weldId: string): Promise<Array<{ to_statu
   return rows;
 }
 
+/**
+ * A visual inspection that accepted the welds, recorded by the inspector over the REST API: what
+ * an inspector's acceptance names as its basis (the page offers it).
+ */
+async function inspectedVisually(w: World, weldIds: string[]) {
+  const token = (await login(w.port, w.host, 'inspector')).json.accessToken as string;
+  const res = await request(w.port, {
+    method: 'POST',
+    path: '/inspections',
+    host: w.host,
+    headers: { authorization: `Bearer ${token}` },
+    body: {
+      kind: 'visual',
+      inspectedOn: new Date().toISOString().slice(0, 10),
+      result: 'accepted',
+      weldIds,
+    },
+  });
+  if (res.status !== 201) throw new Error(`visual inspection: ${res.status} ${res.text}`);
+}
+
 /** A colleague's change over the REST API, with a bearer token. */
 async function colleagueChanges(w: World, weldId: string, status: string, reason?: string) {
   const token = (await login(w.port, w.host, 'engineer')).json.accessToken as string;
@@ -308,8 +329,9 @@ test.serial(
     await page.goto(`/app/#/welds/${weld.id}`);
     await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
     // Choosing ACCEPTED warns when the code rules fail the weld (exactly when the API says so);
-    // this one has no date welded, so they do.
-    await w.owner.query('update weld_public.welds set welded_on = null where id = $1', [weld.id]);
+    // this one has no welder recorded, so they do. It was inspected visually: the basis offered.
+    await w.owner.query('update weld_public.welds set welder_id = null where id = $1', [weld.id]);
+    await inspectedVisually(w, [weld.id]);
     await page.reload();
     await page.getByRole('heading', { name: `Weld ${weld.weld_number}` }).waitFor();
     const token = (await login(w.port, w.host, 'viewer')).json.accessToken as string;
@@ -327,6 +349,15 @@ test.serial(
       .getByRole('note')
       .filter({ hasText: 'This weld fails 1 code check (DATA_MISSING' })
       .waitFor();
+    // The acceptance rests on today's visual inspection: offered, the newest first, and chosen.
+    const bases = page.getByRole('group', { name: 'Accepted on' }).getByRole('radio');
+    const today = new Date().toISOString().slice(0, 10);
+    t.regex(String(await bases.first().getAttribute('value')), /^inspection:/);
+    t.regex(
+      await bases.first().evaluate((input) => input.parentElement!.textContent!),
+      new RegExp(`^visual inspection of ${today}`),
+    );
+    t.true(await bases.first().isChecked());
     await changeStatus(page, 'ACCEPTED');
     await badge(page).getByText('ACCEPTED').waitFor();
     await page
@@ -335,6 +366,13 @@ test.serial(
       .getByText('by you')
       .waitFor();
     t.deepEqual(await statusChanges(w, weld.id), [{ to_status: 'ACCEPTED' }]);
+    const { rows: accepted } = await w.owner.query<{ kind: string }>(
+      `select i.kind from weld_public.welds w
+         join weld_public.inspections i on i.tenant_id = w.tenant_id and i.id = w.acceptance_inspection_id
+        where w.id = $1`,
+      [weld.id],
+    );
+    t.deepEqual(accepted, [{ kind: 'visual' }]);
 
     // The colleague's list row and weld page change without a reload.
     await row.getByText('ACCEPTED').waitFor({ timeout: 10_000 });
@@ -355,6 +393,7 @@ test.serial(
   async (t) => {
     const w = await world(t, { isos: 1, weldsPerIso: 6 });
     const weld = (await welds(w))[0]!;
+    await inspectedVisually(w, [weld.id]);
     const { page, problems } = await w.open('inspector');
     // No live stream here (as on a bad connection): the page only learns of the change by the 412.
     await page.route('**/events/stream*', (route) => route.abort());
@@ -416,6 +455,7 @@ test.serial(
   async (t) => {
     const w = await world(t, { isos: 1, weldsPerIso: 6 });
     const [first, second] = await welds(w);
+    await inspectedVisually(w, [first!.id, second!.id]);
     const { context, page, problems } = await w.open('inspector');
     await page.evaluate('navigator.serviceWorker.ready.then(() => true)');
     // Read both welds through the service worker, so they are at hand offline.
@@ -480,6 +520,7 @@ test.serial(
   async (t) => {
     const w = await world(t, { isos: 1, weldsPerIso: 3 });
     const weld = (await welds(w))[0]!;
+    await inspectedVisually(w, [weld.id]);
     const { context, page, problems } = await w.open('inspector');
     await page.evaluate('navigator.serviceWorker.ready.then(() => true)');
     await page.goto(`/app/#/welds/${weld.id}`);

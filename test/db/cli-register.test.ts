@@ -77,9 +77,9 @@ test('import welds (dry run, then for real, then a bad file), export welds, and 
   const exported = await runCli(['export', 'welds', 'acme'], env);
   t.is(exported.code, 0, exported.output);
   t.deepEqual(exported.stdout.split('\n'), [
-    `\uFEFF${HEADER},baseMetal1PNumber,baseMetal2PNumber,status,repairCycle,version`,
-    'ISO-1,L-1,W1,BW,2,40,0.154,A106-B,W-1,,,2026-03-02,,,PENDING,0,1',
-    'ISO-2,L-1,W1,SW,1,80,,,,,,,,,PENDING,0,1',
+    `\uFEFF${HEADER},baseMetal1PNumber,baseMetal2PNumber,preheatF,status,repairCycle,acceptance,version`,
+    'ISO-1,L-1,W1,BW,2,40,0.154,A106-B,W-1,,,2026-03-02,,,,PENDING,0,,1',
+    'ISO-2,L-1,W1,SW,1,80,,,,,,,,,,PENDING,0,,1',
     '',
   ]);
   t.regex(exported.stderr, /^exported 2 welds of acme$/m);

@@ -223,7 +223,10 @@ async function checkResource(
         );
       continue;
     }
-    const wanted = { insert: field.write !== undefined, update: field.write === 'always' };
+    const wanted = {
+      insert: field.write === 'create' || field.write === 'always',
+      update: field.write === 'always' || field.write === 'update',
+    };
     if (JSON.stringify(may) !== JSON.stringify(wanted))
       found.add(
         where,
@@ -231,13 +234,14 @@ async function checkResource(
         `${where} (${column}) writable by ${role}: TypeScript ${show(wanted)}, SQL (grants) ${show(may)}`,
       );
     const needed = !sql.nullable && !sql.hasDefault;
-    if (field.write && (field.required ?? false) !== needed)
+    if (wanted.insert && (field.required ?? false) !== needed)
       found.add(
         where,
         'required',
         `${where} (${column}) required: TypeScript ${field.required ?? false}, SQL ${needed} (${sql.nullable ? 'nullable' : 'not null'}, ${sql.hasDefault ? 'a' : 'no'} default)`,
       );
-    if (!field.write && needed)
+    // (A resource no request creates, as a weld's repairs, which its lifecycle opens, needs none.)
+    if (!field.write && needed && resource.access.create)
       found.add(where, 'required', `${where} (${column}): not null, no default, and not writable`);
   }
 
@@ -382,8 +386,10 @@ const DESCRIBED: Described[] = [
     schema: StatusChange,
     use: 'body',
     table: 'weld_public.weld_status_history',
-    columns: ['reason'],
+    columns: ['reason', 'ndtRecordId', 'inspectionId', 'disposition'],
     renamed: { status: 'to_status' },
+    // a re-weld's welding: the repair's columns (RepairWelding, beside weld-repairs' fields)
+    other: ['repair'],
   },
   {
     name: 'WeldTransition',
@@ -418,7 +424,17 @@ const DESCRIBED: Described[] = [
     schema: WeldHistoryEntry,
     use: 'answer',
     table: 'weld_public.weld_status_history',
-    columns: ['id', 'fromStatus', 'toStatus', 'reason', 'changedBy', 'changedAt', 'repairCycle'],
+    columns: [
+      'id',
+      'fromStatus',
+      'toStatus',
+      'reason',
+      'changedBy',
+      'changedAt',
+      'repairCycle',
+      'inspectionId',
+      'disposition',
+    ],
     renamed: {
       cause: 'cause',
       ndtRecordId: 'ndt_record_id',
@@ -447,7 +463,17 @@ const DESCRIBED: Described[] = [
     use: 'answer',
     table: 'weld_public.examination_selections',
     describesTable: true,
-    columns: ['id', 'weldId', 'method', 'tier', 'seed', 'reason', 'selectedBy', 'selectedAt'],
+    columns: [
+      'id',
+      'weldId',
+      'method',
+      'tier',
+      'seed',
+      'reason',
+      'shortfall',
+      'selectedBy',
+      'selectedAt',
+    ],
     renamed: {
       causeSelectionId: 'cause_selection_id',
       causeNdtRecordId: 'cause_ndt_record_id',
@@ -711,7 +737,7 @@ test('the catalog reader reads what it claims (a reader that finds nothing would
     items: { minLength: 1, maxLength: 20 },
   });
   t.deepEqual(ndt.objects.get('record_ndt')!.get('welds[]'), {
-    allowed: ['weldId', 'result'],
+    allowed: ['weldId', 'result', 'defectLengthIn'],
     required: ['weldId'],
   });
 });

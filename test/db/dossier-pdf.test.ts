@@ -110,8 +110,11 @@ function sampleData(): DossierData {
       welder: `WS-${(n % 7) + 1}`,
       wps: 'WPS-1 rev 0',
       weldedOn: '2026-03-01',
-      status: n % 10 === 0 ? 'REPAIRED' : 'ACCEPTED',
+      status: n % 10 === 0 ? 'PENDING' : 'ACCEPTED',
+      acceptance: n % 10 === 0 ? null : `RT report RT-${n} of 2026-03-02`,
       repairCycles: n % 10 === 0 ? 1 : 0,
+      repairs:
+        n % 10 === 0 ? [`repair 1: welded 2026-03-05 by WS-${(n % 7) + 1}, WPS of the weld`] : [],
       examinations: ['VT 2026-03-01 accept', `RT 2026-03-02 accept (RT-${n})`],
       qualifications: [`WQ-${(n % 7) + 1} GTAW (2026-01-10 to 2026-07-10)`],
       pwht: n % 3 === 0 ? `PWHT-${n} 2026-03-03, 1150 °F, 60 min` : null,
@@ -306,6 +309,7 @@ test('the cover: package, tenant, release, the generation stamp, and contents th
       'Readiness at release',
       'ISOs',
       'Weld log',
+      'Repairs',
       'NDT summary',
       'PWHT and hardness',
       'Punch list',
@@ -335,7 +339,7 @@ test('page count: own pages, then the 2 pages of the appended PDF and 1 image pa
 
 test('the weld log spans pages with its header repeated, and lists every weld once', (t) => {
   const toc = contents(samplePages[0]!);
-  const log = samplePages.slice(toc.get('Weld log')! - 1, toc.get('NDT summary')! - 1);
+  const log = samplePages.slice(toc.get('Weld log')! - 1, toc.get('Repairs')! - 1);
   t.true(log.length >= 3, `${log.length} pages`);
   log.forEach((page, i) => {
     t.is(page.heading, i === 0 ? 'Weld log' : 'Weld log (continued)');
@@ -349,10 +353,23 @@ test('the weld log spans pages with its header repeated, and lists every weld on
   t.true(
     log.some((page) =>
       page.lines.includes(
-        'FW-0010 | 100-A | 2" BW | WS-4 | WPS-1 rev 0 | 2026-03-01 | REPAIRED | 1 | VT 2026-03-01 accept | WQ-4 GTAW (2026-01-10 to 2026-07-10)',
+        'FW-0010 | 100-A | 2" BW | WS-4 | WPS-1 rev 0 | 2026-03-01 | PENDING | 1 | VT 2026-03-01 accept | WQ-4 GTAW (2026-01-10 to 2026-07-10)',
       ),
     ),
   );
+  // An accepted weld's status says what it was accepted on.
+  t.regex(text, /ACCEPTED on RT report\s*RT-77 of/, 'the basis under the status');
+});
+
+test('the repairs: each repaired weld with its repairs as welded', (t) => {
+  const toc = contents(samplePages[0]!);
+  const repairs = samplePages
+    .slice(toc.get('Repairs')! - 1, toc.get('NDT summary')! - 1)
+    .map((page) => page.text)
+    .join('\n');
+  t.true(repairs.includes('12 welds repaired.'));
+  t.true(repairs.includes('repair 1: welded 2026-03-05 by WS-4, WPS of the weld'));
+  t.is(countOf(repairs, 'repair 1: welded'), 12);
 });
 
 test('NDT summary, PWHT and hardness, and the punch list', (t) => {

@@ -123,8 +123,11 @@ test("a weld status set directly by a DBA is announced with its own from/to, nev
   const s = await setup(t);
   const { a } = s;
   const weldId = await a.weld();
-  await s.as(a, 'inspector', (c) =>
-    c.query(`select weld_public.change_weld_status($1, 'ACCEPTED', 'radiograph clean')`, [weldId]),
+  await s.as(a, 'engineer', (c) =>
+    c.query(
+      `select weld_public.change_weld_status($1, 'ACCEPTED', 'radiograph clean', null, null, null, 'NCR-1')`,
+      [weldId],
+    ),
   );
   const { events } = await s.eventsOf(a, () =>
     s.owner.query(`update weld_public.welds set status = 'VOIDED' where id = $1`, [weldId]),

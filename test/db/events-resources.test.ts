@@ -25,7 +25,7 @@ test('iso: insert -> one iso.created (camelCase, no tenantId, instants as REST),
     lineNumber: 'L-E1',
     revision: '0',
     fluidService: 'normal',
-    rtPercent: 5,
+    rtPercent: 0,
     area: null,
     version: 1,
   });
@@ -312,7 +312,9 @@ test('ndt_record: record_ndt -> one ndt_record.created with its welds and result
     result: 'accepted',
     recordedBy: inspector,
   });
-  t.deepEqual(event.data.welds, [{ weldId, result: 'accepted' }]);
+  t.deepEqual(event.data.welds, [
+    { weldId, result: 'accepted', defectLengthIn: null, acceptanceHeld: null },
+  ]);
   t.deepEqual(event.data.filmIntervals, []);
 
   const corrected = await s.eventsOf(a, () =>
@@ -329,7 +331,9 @@ test('ndt_record: record_ndt -> one ndt_record.created with its welds and result
     actor: inspector,
   });
   t.like(update.data, { notes: 'second pass', version: 2 });
-  t.deepEqual(update.data.welds, [{ weldId, result: 'accepted' }]);
+  t.deepEqual(update.data.welds, [
+    { weldId, result: 'accepted', defectLengthIn: null, acceptanceHeld: null },
+  ]);
 });
 
 test('ndt_record of RT with film: data.welds take their results from the film, data.filmIntervals list the intervals with their welds', async (t) => {
@@ -361,14 +365,28 @@ test('ndt_record of RT with film: data.welds take their results from the film, d
     sorted([w1, w2]).map((weldId) => ({
       weldId,
       result: weldId === w1 ? 'rejected' : 'accepted',
+      defectLengthIn: null,
+      acceptanceHeld: null,
     })),
   );
   const intervals = record.data.filmIntervals as Array<Record<string, unknown>>;
   t.deepEqual(
     intervals.map(({ id: _id, ...rest }) => rest),
     [
-      { label: '0-1', result: 'rejected', defectCodes: ['PO'], weldIds: [w1] },
-      { label: '1-2', result: 'accepted', defectCodes: [], weldIds: sorted([w1, w2]) },
+      {
+        label: '0-1',
+        result: 'rejected',
+        defectCodes: ['PO'],
+        defectLengthIn: null,
+        weldIds: [w1],
+      },
+      {
+        label: '1-2',
+        result: 'accepted',
+        defectCodes: [],
+        defectLengthIn: null,
+        weldIds: sorted([w1, w2]),
+      },
     ],
   );
   const ids = await s.owner.query<{ id: string }>(

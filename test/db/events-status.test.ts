@@ -64,6 +64,8 @@ test('an NDT record rejecting one weld and accepting another: ndt_record.created
     sorted([bad, good]).map((weldId) => ({
       weldId,
       result: weldId === bad ? 'rejected' : 'accepted',
+      defectLengthIn: null,
+      acceptanceHeld: null,
     })),
   );
   const changes = Object.fromEntries(byType('weld.status_changed').map((e) => [e.subject_id, e]));
@@ -131,6 +133,7 @@ async function readyWorld(s: World) {
         welded_on: '2026-02-01',
         base_metal_1_p_number: '1',
         base_metal_2_p_number: '1',
+        preheat_f: 50,
       }),
     );
   }
@@ -242,6 +245,18 @@ test('examination_selection: opened when drawn, closed when an NDT record of its
     s.recordNdt(a, 'UT', 'UT-1', [[selection.weld_id, 'accepted']]),
   );
   t.false(ut.events.some((e) => e.type.startsWith('examination_selection.')));
+  // Nor does it accept the weld: its RT is owed (the record says so).
+  t.false(ut.events.some((e) => e.type === 'weld.status_changed'));
+  t.regex(
+    String(
+      (
+        ut.events.find((e) => e.type === 'ndt_record.created')!.data.welds as Array<{
+          acceptanceHeld: string | null;
+        }>
+      )[0]!.acceptanceHeld,
+    ),
+    /^it is selected for RT \(random\)/,
+  );
 
   const rt = await s.eventsOf(a, () =>
     s.recordNdt(
@@ -260,8 +275,8 @@ test('examination_selection: opened when drawn, closed when an NDT record of its
   t.deepEqual(
     sorted(rt.events.map((e) => e.type)),
     ['examination_selection.closed', 'examination_selection.opened', 'examination_selection.opened',
-     'ndt_record.created', 'weld.status_changed', 'weld.status_changed'], // prettier-ignore
-    'the selected weld was ACCEPTED by UT already; the two others by this record, which counts them toward the lot (opened as done)',
+     'ndt_record.created', 'weld.status_changed', 'weld.status_changed', 'weld.status_changed'], // prettier-ignore
+    'this record accepts the three (the UT acceptance of the selected one was held), and counts the two others toward the lot (opened as done)',
   );
 
   const others = w.welds.filter((id) => id !== selection.weld_id);

@@ -63,7 +63,10 @@ test('a weld whose fields and status change in one transaction: one weld.status_
   const { events } = await s.eventsOf(a, () =>
     s.as(a, 'admin', async (c) => {
       await c.query(`update weld_public.welds set material = 'P91' where id = $1`, [weldId]);
-      await c.query(`select weld_public.change_weld_status($1, 'ACCEPTED', 'visual ok')`, [weldId]);
+      await c.query(
+        `select weld_public.change_weld_status($1, 'ACCEPTED', 'visual ok', null, null, null, 'NCR-2 use as is')`,
+        [weldId],
+      );
       await c.query(`update weld_public.welds set schedule = '80' where id = $1`, [weldId]);
     }),
   );

@@ -240,7 +240,7 @@ test('creating a record with its welds and film is no change; later corrections 
     [
       [
         'weld_removed',
-        { weld_id: w2, result: 'accepted' },
+        { weld_id: w2, result: 'accepted', defect_length_in: null },
         null,
         a.users.engineer,
         'w2 was not shot; w3 was',
@@ -248,7 +248,7 @@ test('creating a record with its welds and film is no change; later corrections 
       [
         'weld_added',
         null,
-        { weld_id: w3, result: 'accepted' },
+        { weld_id: w3, result: 'accepted', defect_length_in: null },
         a.users.engineer,
         'w2 was not shot; w3 was',
       ],

@@ -91,10 +91,26 @@ test('the lifecycle function is the changeWeldStatus mutation; status is not in 
     fields('ChangeWeldStatusInput')
       .filter((f) => f !== 'clientMutationId')
       .sort(),
-    ['causeNdtRecordId', 'expectedVersion', 'newStatus', 'reason', 'weldId'],
+    [
+      'disposition',
+      'expectedVersion',
+      'inspectionId',
+      'ndtRecordId',
+      'newStatus',
+      'reason',
+      'repair',
+      'weldId',
+    ],
   );
   const patch = fields('WeldPatch');
-  for (const column of ['status', 'version', 'repairCycle'])
+  for (const column of [
+    'status',
+    'version',
+    'repairCycle',
+    'acceptanceNdtRecordId',
+    'acceptanceInspectionId',
+    'acceptanceDisposition',
+  ])
     t.false(patch.includes(column), column);
   t.true(patch.includes('weldNumber'));
   const status = schema.getType('WeldStatus');

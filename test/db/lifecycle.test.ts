@@ -35,19 +35,46 @@ interface ChangeArgs {
   expectedVersion?: number | null;
 }
 
-/** Calls change_weld_status as a user of the fixture's tenant; resolves with the weld row. */
-function change(pool: pg.Pool, fx: TenantFixture, role: Role, args: ChangeArgs) {
+/**
+ * Calls change_weld_status as a user of the fixture's tenant; resolves with the weld row. An
+ * acceptance rests on a visual inspection of the weld that accepted it (written by the owner
+ * first, as a DBA would): these tests are of the transitions, not of what an acceptance rests on
+ * (rules-verdicts.test.ts).
+ */
+async function change(pool: pg.Pool, fx: TenantFixture, role: Role, args: ChangeArgs) {
+  const inspectionId = args.to === 'ACCEPTED' ? await visualOf(pool, fx, args.weldId) : null;
   return withContext(
     pool,
     { role: `weld_${role}` as RequestRole, tenantId: fx.tenantId, userId: fx.users[role] },
     async (c) =>
       (
         await c.query<{ status: string; version: number; repair_cycle: number }>(
-          `select status, version, repair_cycle from weld_public.change_weld_status($1, $2, $3, $4)`,
-          [args.weldId, args.to, args.reason ?? null, args.expectedVersion ?? null],
+          `select status, version, repair_cycle
+             from weld_public.change_weld_status($1, $2, $3, $4, null, $5)`,
+          [args.weldId, args.to, args.reason ?? null, args.expectedVersion ?? null, inspectionId],
         )
       ).rows[0]!,
   );
+}
+
+/** An accepted visual inspection of the weld, recorded by the inspector; its id. */
+async function visualOf(pool: pg.Pool, fx: TenantFixture, weldId: string): Promise<string> {
+  return withContext(
+    pool,
+    { role: 'weld_inspector', tenantId: fx.tenantId, userId: fx.users.inspector },
+    async (c) =>
+      (
+        await c.query<{ id: string }>('select id from weld_public.record_inspection($1)', [
+          JSON.stringify({
+            kind: 'visual',
+            inspectorName: 'QC',
+            inspectedOn: new Date().toISOString().slice(0, 10),
+            result: 'accepted',
+            weldIds: [weldId],
+          }),
+        ])
+      ).rows[0]!.id,
+  ).catch(() => null as unknown as string); // another tenant's weld: the change is refused first
 }
 
 /** The JSON a refusal carries in its DETAIL. */
@@ -250,6 +277,10 @@ test('only recording an NDT result names an NDT record as the cause, and only fo
     `insert into weld_public.ndt_record_welds (tenant_id, ndt_record_id, weld_id) values ($1, $2, $3)`,
     [a.tenantId, ndt, covered],
   );
+  await owner.query(
+    `update weld_public.ndt_record_welds set result = 'accepted' where weld_id = $1`,
+    [covered],
+  );
   /** change_weld_status naming the record, with weld.applying_ndt_record set as given first. */
   const call = (role: Role, weldId: string, applying: string | null) =>
     withContext(
@@ -266,26 +297,48 @@ test('only recording an NDT result names an NDT record as the cause, and only fo
       },
     );
 
-  // An API caller (REST and GraphQL run no statement of their own, so set no setting) cannot
-  // make a move look like an NDT result, whatever its role; nor can another record's run.
+  // An API caller (REST and GraphQL run no statement of their own, so set no setting) naming a
+  // record makes it the basis of a person's acceptance, never the cause of an NDT result,
+  // whatever its role; nor does another record's run. A history row of cause 'ndt' that no NDT
+  // run writes is refused by the history itself.
+  const forged = await t.throwsAsync(
+    withContext(
+      pool,
+      { role: 'weld_admin', tenantId: a.tenantId, userId: a.users.admin },
+      async (c) => {
+        await c.query(`select set_config('weld.applying_ndt_record', '', true)`);
+        // (As the rules role would write it, were a function to try.)
+        return c.query(
+          `insert into weld_public.weld_status_history
+             (weld_id, from_status, to_status, repair_cycle, cause, ndt_record_id)
+           values ($1, 'PENDING', 'ACCEPTED', 0, 'ndt', $2)`,
+          [covered, ndt],
+        );
+      },
+    ),
+  );
+  t.is(sqlstate(forged), '42501');
   for (const [role, applying] of [
-    ['inspector', null],
-    ['admin', null],
     ['admin', ''],
     ['admin', '00000000-0000-4000-8000-000000000003'],
   ] as const) {
-    const forged = await t.throwsAsync(call(role, covered, applying), undefined, role);
-    t.is(sqlstate(forged), '42501', `${role} ${applying}`);
-    t.is(forged?.message, 'only recording an NDT result may name an NDT record as the cause');
+    const weldId = await a.weld();
+    await owner.query(
+      `insert into weld_public.ndt_record_welds (tenant_id, ndt_record_id, weld_id, result) values ($1, $2, $3, 'accepted')`,
+      [a.tenantId, ndt, weldId],
+    );
+    await call(role, weldId, applying);
+    t.deepEqual(
+      (
+        await owner.query(
+          `select cause, ndt_record_id from weld_public.weld_status_history where weld_id = $1`,
+          [weldId],
+        )
+      ).rows,
+      [{ cause: 'user', ndt_record_id: ndt }],
+      `${role} ${applying}: a basis`,
+    );
   }
-  t.deepEqual(
-    (
-      await owner.query(`select from weld_public.weld_status_history where tenant_id = $1`, [
-        a.tenantId,
-      ])
-    ).rows,
-    [],
-  );
 
   // While the record's result is applied (as ndt_apply_status_changes does it), it may, for the
   // welds it covers.

@@ -403,7 +403,17 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.follow_examination(method text, weld_ids uuid[], ndt_record_id uuid, inspection_id uuid)':
       rules,
     'weld_private.heat_treatment_problems(welds weld_public.welds[])': rules,
+    // The verdicts a QC department signs: weld_rules' helpers.
+    'weld_private.acceptance_held(weld_id uuid)': rules,
+    'weld_private.json_defect_length(input jsonb, pointer text, verdict text)': rules,
+    'weld_private.preheat_problems(welds weld_public.welds[])': rules,
+    'weld_private.record_repair_welding(weld weld_public.welds, repair jsonb)': rules,
+    'weld_private.tg_weld_repairs__welding()': rules,
+    'weld_private.weld_kind(weld_type text)': rules,
+    'weld_private.weldings_of(welds weld_public.welds[])': rules,
+    'weld_private.wps_joints(p_numbers text[], additional_joints text[])': rules,
     'weld_private.filler_problems(welds weld_public.welds[])': rules,
+    'weld_private.hold_owed_acceptances(tenant uuid)': owner,
     'weld_private.hold_released_packages(package_ids uuid[], change text)': rules,
     'weld_private.is_fillet(weld_type text)': rules,
     'weld_private.lock_lines_of(weld_ids uuid[])': rules,
@@ -438,7 +448,6 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_ndt_records__welded()': rules,
     'weld_private.tg_test_packages__state_history()': rules,
     'weld_private.tg_weld_status_history__follow()': rules,
-    'weld_private.tg_weld_status_history__reexamined()': rules,
     'weld_private.tg_welder_qualifications__renews()': rules,
     'weld_private.tg_welds__examined_after_welded()': rules,
     // A migration's helper: the owner's alone.
@@ -468,6 +477,7 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_test_packages__state_moves()': owner,
     'weld_private.tg_examination_changes__reason()': owner,
     'weld_private.tg_weld_status_history__ndt_cause()': owner,
+    'weld_private.tg_welds__acceptance_cleared()': owner,
     'weld_private.tg_welds__code_checks()': rules,
     'weld_private.tg_welds__component_p_numbers()': rules,
     'weld_private.tg_components__p_number_to_welds()': owner,
@@ -477,8 +487,14 @@ test('catalog: each function is executable by exactly the roles that call it', a
     'weld_private.tg_users__revoke_sessions()': owner,
     // Whether a row (by its xmin) was written by this transaction, savepoints included (F14).
     'weld_private.written_by_this_transaction(row_xmin xid)': rules,
-    'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, cause_ndt_record_id uuid)':
+    'weld_public.change_weld_status(weld_id uuid, new_status weld_public.weld_status, reason text, expected_version integer, ndt_record_id uuid, inspection_id uuid, disposition text, repair jsonb)':
       roles(rules, 'weld_viewer'),
+    // How a weld was accepted, in words: every reader's (the register, GraphQL's Weld.acceptance).
+    'weld_public.welds_acceptance(weld weld_public.welds)': roles(
+      rules,
+      'weld_viewer',
+      'weld_reporting',
+    ),
     // The examination functions decide who may (WD003), like change_weld_status.
     'weld_public.correct_inspection(inspection_id uuid, changes jsonb, reason text, expected_version integer)':
       roles(rules, 'weld_viewer'),
@@ -684,11 +700,26 @@ test('attack: inspectors and up change weld status through the function; a viewe
   // name any role, so the function itself decides (WD003), not a missing grant.
   const { pool, a } = await setup(t);
   const weldId = await a.weld('PENDING');
+  // The acceptance rests on a visual inspection of the weld.
+  const { rows } = await withContext(
+    pool,
+    { role: 'weld_inspector', tenantId: a.tenantId, userId: a.users.inspector },
+    (c) =>
+      c.query<{ id: string }>('select id from weld_public.record_inspection($1)', [
+        JSON.stringify({
+          kind: 'visual',
+          inspectorName: 'QC',
+          inspectedOn: '2026-02-01',
+          result: 'accepted',
+          weldIds: [weldId],
+        }),
+      ]),
+  );
   const as = (role: 'viewer' | 'inspector') =>
     withContext(pool, { role: `weld_${role}`, tenantId: a.tenantId, userId: a.users[role] }, (c) =>
       c.query<{ status: string }>(
-        `select status from weld_public.change_weld_status($1, 'ACCEPTED')`,
-        [weldId],
+        `select status from weld_public.change_weld_status($1, 'ACCEPTED', null, null, null, $2)`,
+        [weldId, rows[0]!.id],
       ),
     );
   await t.throwsAsync(as('viewer'), { code: 'WD003' });

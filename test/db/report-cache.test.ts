@@ -62,7 +62,8 @@ test('the refresh keeps each report, noted writes compute afresh, and clears the
     (c) =>
       c.query(
         `select from weld_public.change_weld_status(
-           (select id from weld_public.welds order by weld_number limit 1), 'ACCEPTED', 'VT')`,
+           (select id from weld_public.welds order by weld_number limit 1), 'ACCEPTED', 'VT',
+           null, null, null, 'NCR-4 use as is')`,
       ),
   );
   views = await reported(pool, a);
@@ -282,7 +283,10 @@ test('each kind of note, a worked example: the write changes the report at once,
         pool,
         { role: 'weld_engineer', tenantId: tenant, userId: a.users.engineer },
         (c) =>
-          c.query(`select from weld_public.change_weld_status($1, 'ACCEPTED', 'VT')`, [welds[0]]),
+          c.query(
+            `select from weld_public.change_weld_status($1, 'ACCEPTED', 'VT', null, null, null, 'disposition: VT')`,
+            [welds[0]],
+          ),
       ),
     async () => t.like(await board(), { welds: 11, welds_accepted: 1 }),
   );
@@ -377,7 +381,7 @@ test('each kind of note, a worked example: the write changes the report at once,
   );
 });
 
-test('heat treatment (F19): a PWHT record, its values, its welds, a hardness reading and the table each change the package board at once, and the refresh keeps it', async (t) => {
+test('heat treatment: a PWHT record, its values, its welds, a hardness reading and the table each change the package board at once, and the refresh keeps it', async (t) => {
   const { owner, pool, a, target } = await twoTenants(t);
   const ownerPool = createPool(target.ownerUrl, { max: 2 });
   t.teardown(() => ownerPool.end());
@@ -445,7 +449,8 @@ test('heat treatment (F19): a PWHT record, its values, its welds, a hardness rea
       q(
         `update weld_public.heat_treatment_rules set hardness_max_hb = 200 where tenant_id = $1 and p_number = '1'`,
       ),
-    [],
+    // A limit asks a hardness test of the treated weld.
+    ['HARDNESS_REQUIRED'],
   );
   await step(
     'weld (a hardness reading)',
@@ -484,7 +489,11 @@ test('a write committed while a refresh runs stays noted: the refresh clears onl
   await withContext(
     pool,
     { role: 'weld_engineer', tenantId: a.tenantId, userId: a.users.engineer },
-    (c) => c.query(`select from weld_public.change_weld_status($1, 'ACCEPTED', 'VT')`, [weld]),
+    (c) =>
+      c.query(
+        `select from weld_public.change_weld_status($1, 'ACCEPTED', 'VT', null, null, null, 'disposition: VT')`,
+        [weld],
+      ),
   );
   await r.query('select * from weld_hidden.refresh_reports($1)', [a.tenantId]);
   await r.query('commit');

@@ -1,4 +1,4 @@
-// The report views (F17), each shown by a worked example: a small tenant whose numbers are
+// The report views, each shown by a worked example: a small tenant whose numbers are
 // worked out by hand below, read as a request role under row security.
 import test from 'ava';
 import type pg from 'pg';
@@ -13,17 +13,18 @@ const read = <T extends pg.QueryResultRow>(pool: pg.Pool, fx: TenantFixture, sql
   );
 
 /**
- * Welder W01 of tenant alpha, March 2026: ten butt welds made (and one VOIDED, which does not
- * count). NPS 4 (OD 4.500 in., circumference pi x 4.5 = 14.137 in.), but W5 is NPS 2
- * (OD 2.375 in., 7.461 in.) and W6 NPS 7, no standard size (length unknown).
- *   RT-1 covers W1..W4: W1 rejected, W2..W4 accepted.
- *   RT-2 covers W5 and W6 with no result given; its film: an interval over W5 rejected (porosity),
- *        one over W6 accepted, so W5 is rejected and W6 accepted (the film's result).
+ * Welder W01 of tenant alpha: ten butt welds made in March 2026 (and one VOIDED, which does not
+ * count), examined on 2026-04-01: the examinations count in April, the month examined. NPS 4
+ * (OD 4.500 in., circumference pi x 4.5 = 14.137 in.), but W5 is NPS 2 (OD 2.375 in., 7.461 in.)
+ * and W6 NPS 7, no standard size (length unknown).
+ *   RT-1 covers W1..W4: W1 rejected with 1.5 in. of defect, W2..W4 accepted.
+ *   RT-2 covers W5 and W6 with no result given; its film: an interval over W5 rejected
+ *        (porosity, 0.5 in.), one over W6 accepted, so W5 is rejected and W6 accepted.
  *   PT-1 rejects W7: a surface method, not counted in the (volumetric) repair rate.
- * So 6 examined (W1..W6), 2 rejected (W1, W5): 33.3 %, over the 5 % threshold.
- * By length: examined 4 x 14.137 + 7.461 = 64.009 in. (W6 unknown, counted in lengthUnknown),
- * rejected 14.137 + 7.461 = 21.598 in.: 33.742 %.
- * Welder W02, March: 2 welds, one examined by UT and accepted: 0 %, not over.
+ * So in April 6 examined (W1..W6), 2 rejected (W1, W5): 33.3 %, over the 5 % threshold with the
+ * tenant's minimum sample of 5 (set here; 10 by default). By length: examined 4 x 14.137 +
+ * 7.461 = 64.009 in. (W6 unknown, counted in lengthUnknown), defects 1.5 + 0.5 = 2 in.: 3.125 %.
+ * Welder W02: 2 welds made in March, one examined in April by UT and accepted: 0 %, not over.
  */
 async function workedExample(owner: pg.Client, a: TenantFixture) {
   const one = async (sql: string, params: unknown[]) =>
@@ -59,6 +60,10 @@ async function workedExample(owner: pg.Client, a: TenantFixture) {
     );
   const rt1 = await record('RT', 'RT-1');
   await link(rt1, w[0]!, 'rejected');
+  await owner.query(
+    'update weld_public.ndt_record_welds set defect_length_in = 1.5 where ndt_record_id = $1 and weld_id = $2',
+    [rt1, w[0]],
+  );
   for (const n of [1, 2, 3]) await link(rt1, w[n]!, 'accepted');
   const rt2 = await record('RT', 'RT-2');
   await link(rt2, w[4]!, null);
@@ -76,6 +81,14 @@ async function workedExample(owner: pg.Client, a: TenantFixture) {
     );
   };
   await film('0-1', w[4]!, 'rejected', ['PO']);
+  await owner.query(
+    `update weld_public.film_intervals set defect_length_in = 0.5 where ndt_record_id = $1 and label = '0-1'`,
+    [rt2],
+  );
+  await owner.query(
+    'update weld_public.tenant_settings set repair_rate_min_examined = 5 where tenant_id = $1',
+    [a.tenantId],
+  );
   await film('1-2', w[5]!, 'accepted', []);
   await link(await record('PT', 'PT-1'), w[6]!, 'rejected');
   await link(await record('UT', 'UT-1'), x1, 'accepted');
@@ -91,9 +104,9 @@ test('welder performance: the worked example of repair rates by joint and by len
     `select welder_stamp, month::text, welds_made, welds_examined, welds_rejected,
             round(repair_rate_percent::numeric, 1)::float8 as rate,
             round(length_examined_in::numeric, 3)::float8 as examined_in,
-            round(length_rejected_in::numeric, 3)::float8 as rejected_in,
+            round(defect_length_in::numeric, 3)::float8 as defect_in,
             round(repair_rate_by_length_percent::numeric, 3)::float8 as rate_by_length,
-            length_unknown, threshold_percent, over_threshold
+            length_unknown, defect_length_unknown, threshold_percent, minimum_examined, over_threshold
        from weld_reports.welder_performance order by welder_stamp, month`,
   );
   t.deepEqual(rows, [
@@ -101,28 +114,64 @@ test('welder performance: the worked example of repair rates by joint and by len
       welder_stamp: 'W01',
       month: '2026-03-01',
       welds_made: 10,
+      welds_examined: 0,
+      welds_rejected: 0,
+      rate: null,
+      examined_in: 0,
+      defect_in: 0,
+      rate_by_length: null,
+      length_unknown: 0,
+      defect_length_unknown: 0,
+      threshold_percent: 5,
+      minimum_examined: 5,
+      over_threshold: false,
+    },
+    {
+      welder_stamp: 'W01',
+      month: '2026-04-01',
+      welds_made: 0,
       welds_examined: 6,
       welds_rejected: 2,
       rate: 33.3,
       examined_in: 64.009,
-      rejected_in: 21.598,
-      rate_by_length: 33.742,
+      defect_in: 2,
+      rate_by_length: 3.125,
       length_unknown: 1,
+      defect_length_unknown: 0,
       threshold_percent: 5,
+      minimum_examined: 5,
       over_threshold: true,
     },
     {
       welder_stamp: 'W02',
       month: '2026-03-01',
       welds_made: 2,
+      welds_examined: 0,
+      welds_rejected: 0,
+      rate: null,
+      examined_in: 0,
+      defect_in: 0,
+      rate_by_length: null,
+      length_unknown: 0,
+      defect_length_unknown: 0,
+      threshold_percent: 5,
+      minimum_examined: 5,
+      over_threshold: false,
+    },
+    {
+      welder_stamp: 'W02',
+      month: '2026-04-01',
+      welds_made: 0,
       welds_examined: 1,
       welds_rejected: 0,
       rate: 0,
       examined_in: 14.137,
-      rejected_in: 0,
+      defect_in: 0,
       rate_by_length: 0,
       length_unknown: 0,
+      defect_length_unknown: 0,
       threshold_percent: 5,
+      minimum_examined: 5,
       over_threshold: false,
     },
   ]);
@@ -136,9 +185,9 @@ test('welder performance: the worked example of repair rates by joint and by len
   const flagged = await read<{ over_threshold: boolean }>(
     pool,
     a,
-    `select over_threshold from weld_reports.welder_performance where welder_stamp = 'W01'`,
+    `select over_threshold from weld_reports.welder_performance where welder_stamp = 'W01' order by month`,
   );
-  t.deepEqual(flagged, [{ over_threshold: false }]);
+  t.deepEqual(flagged, [{ over_threshold: false }, { over_threshold: false }]);
 
   // The film interval over W5 is read again as accepted: W01 falls to 1 of 6 rejected.
   await owner.query(
@@ -148,9 +197,9 @@ test('welder performance: the worked example of repair rates by joint and by len
   const after = await read<{ welds_rejected: number }>(
     pool,
     a,
-    `select welds_rejected from weld_reports.welder_performance where welder_stamp = 'W01'`,
+    `select welds_rejected from weld_reports.welder_performance where welder_stamp = 'W01' order by month`,
   );
-  t.deepEqual(after, [{ welds_rejected: 1 }]);
+  t.deepEqual(after, [{ welds_rejected: 0 }, { welds_rejected: 1 }]);
 
   // Tenant bravo sees its own welder only; nothing of alpha's.
   const theirs = await read<{ welder_stamp: string }>(
@@ -169,7 +218,11 @@ test('weld progress: welds welded and accepted per ISO and Monday week', async (
     await withContext(
       pool,
       { role: 'weld_engineer', tenantId: a.tenantId, userId: a.users.engineer },
-      (c) => c.query(`select from weld_public.change_weld_status($1, 'ACCEPTED', 'RT-1')`, [id]),
+      (c) =>
+        c.query(
+          `select from weld_public.change_weld_status($1, 'ACCEPTED', 'RT-1', null, null, null, 'disposition: RT-1')`,
+          [id],
+        ),
     );
   }
   const today = (

@@ -163,6 +163,13 @@ test('every resource has a version, 1 when created, that each update bumps', asy
     ['pwht_records', String(pwht), `hold_minutes = 90`],
     ['hardness_readings', String(reading), `hardness_hb = 190`],
   );
+  // A repair cycle, opened by the lifecycle (here by the owner), corrected by the inspector.
+  const repair = await value<string>(
+    owner,
+    `insert into weld_public.weld_repairs (tenant_id, weld_id, repair_cycle) values ($1, $2, 1) returning id`,
+    [a.tenantId, weld],
+  );
+  cases.push(['weld_repairs', repair, `preheat_f = 60`]);
   for (const [table, id, set] of cases) {
     const versions = async () =>
       value<number>(owner, `select version from weld_public.${table} where id = $1`, [id]);
@@ -199,6 +206,7 @@ test('every resource has a version, 1 when created, that each update bumps', asy
       'pwht_records',
       'test_packages',
       'weld_fillers',
+      'weld_repairs',
       'welder_qualifications',
       'welders',
       'wps',
@@ -419,8 +427,11 @@ test('the welds of a package that is not open keep their data: none moves off or
     );
   }
   // What stays possible: the status lifecycle, an unchanged value, a weld of no package.
-  await as(a, 'inspector', (c) =>
-    c.query(`select weld_public.change_weld_status($1, 'ACCEPTED', null, null)`, [onIso]),
+  await as(a, 'engineer', (c) =>
+    c.query(
+      `select weld_public.change_weld_status($1, 'ACCEPTED', null, null, null, null, 'NCR-9 use as is')`,
+      [onIso],
+    ),
   );
   await engineer(`update weld_public.welds set size = size where id = $1`, [onIso]);
   await engineer(`update weld_public.welds set material = 'A106-B' where id = $1`, [free]);

@@ -66,8 +66,9 @@ test('B31.3 Table 331.1.1: a P-No. 1 weld of 20 mm wall needs PWHT (over 19 mm, 
     {
       code: 'PWHT_REQUIRED',
       detail:
-        'P-No. 1 to P-No. 1 at a wall of 0.787 in. requires PWHT (P-No. 1 over 0.75 in.; B31.3 Table 331.1.1): ' +
-        '1100 to 1200 °F for at least 60 min; no PWHT record dated on or after 2026-02-01 covers it',
+        'P-No. 1 to P-No. 1 at a wall of 0.787 in. requires PWHT (P-No. 1 over 0.75 in.; B31.3 Table 331.1.1, B31.3-2022): ' +
+        '1100 to 1200 °F for at least 60 min; no PWHT record dated on or after 2026-02-01 covers it; ' +
+        'not exempt (B31.3 Table 331.1.3: no WPS is recorded, so no exemption applies)',
     },
   ]);
   t.deepEqual(await h.heatChecks(thin), []);
@@ -86,12 +87,12 @@ test('B31.3 Table 331.1.1: a PWHT record held below the range, or too short for 
     {
       code: 'PWHT_OUT_OF_RANGE',
       detail:
-        'PWHT record PW-2 of 2026-02-10 held 1050 °F, outside the 1100 to 1200 °F of P-No. 1 (B31.3 Table 331.1.1)',
+        'PWHT record PW-2 of 2026-02-10 held 1050 °F, outside the 1100 to 1200 °F of P-No. 1 (B31.3 Table 331.1.1, B31.3-2022)',
     },
     {
       code: 'PWHT_OUT_OF_RANGE',
       detail:
-        'PWHT record PW-2 of 2026-02-10 held 45 min at temperature, less than the 60 min a wall of 0.787 in. needs (B31.3 Table 331.1.1)',
+        'PWHT record PW-2 of 2026-02-10 held 45 min at temperature, less than the 60 min a wall of 0.787 in. needs (B31.3 Table 331.1.1, B31.3-2022)',
     },
   ]);
   // Above the range too.
@@ -99,7 +100,7 @@ test('B31.3 Table 331.1.1: a PWHT record held below the range, or too short for 
   t.deepEqual(
     (await h.heatChecks(weld)).map((c) => c.detail),
     [
-      'PWHT record PW-3 of 2026-02-11 held 1250 °F, outside the 1100 to 1200 °F of P-No. 1 (B31.3 Table 331.1.1)',
+      'PWHT record PW-3 of 2026-02-11 held 1250 °F, outside the 1100 to 1200 °F of P-No. 1 (B31.3 Table 331.1.1, B31.3-2022)',
     ],
   );
   // The latest record is the one judged: re-treated within the range, the weld is in order.
@@ -147,7 +148,7 @@ test('B31.3 331.2.3(a): a joint of P-No. 1 to P-No. 5A is treated in the higher 
   t.deepEqual(
     (await h.heatChecks(weld)).map((c) => c.detail),
     [
-      'P-No. 1 to P-No. 5A at a wall of 0.591 in. requires PWHT (P-No. 5A over 0.5 in.; B31.3 Table 331.1.1): ' +
+      'P-No. 1 to P-No. 5A at a wall of 0.591 in. requires PWHT (P-No. 5A over 0.5 in.; B31.3 Table 331.1.1, B31.3-2022): ' +
         '1250 to 1400 °F for at least 60 min; no PWHT record dated on or after 2026-02-01 covers it',
     ],
   );
@@ -197,15 +198,17 @@ test('B31.3 Table 331.1.1: P-No. 5B needs PWHT at every thickness, P-No. 8 at no
   );
 });
 
-test('B31.3 Table 331.1.1 hardness: a P-No. 5A weld read over 241 HB after its PWHT is flagged; a reading before it no longer counts', async (t) => {
+test('B31.3-2012 Table 331.1.1 hardness: a P-No. 5A weld read over 241 HB after its PWHT is flagged; a reading before it no longer counts', async (t) => {
   const w = await rulesWorld(t);
+  // The hardness column is the older edition's (the 2022 table has none: rules-verdicts.test.ts).
+  await w.setting(w.a, 'code_edition', 'B31.3-2012');
   const h = await heatWorld(w);
   const weld = await h.weld({
     wall_thickness: 0.75,
     base_metal_1_p_number: '5A',
     base_metal_2_p_number: '5A',
   });
-  await h.pwht([weld], { holding_temperature_f: 1300, hold_minutes: 60 });
+  await h.pwht([weld], { holding_temperature_f: 1300, hold_minutes: 120 });
   await h.hardness(weld, 241);
   t.deepEqual(await h.heatChecks(weld), []);
   await h.hardness(weld, 262, '2026-02-12', 'haz');
@@ -213,11 +216,15 @@ test('B31.3 Table 331.1.1 hardness: a P-No. 5A weld read over 241 HB after its P
     {
       code: 'HARDNESS_HIGH',
       detail:
-        'heat affected zone hardness of 262 HB on 2026-02-12 is over the 241 HB of P-No. 5A (B31.3 Table 331.1.1)',
+        'heat affected zone hardness of 262 HB on 2026-02-12 is over the 241 HB of P-No. 5A (B31.3 Table 331.1.1, B31.3-2012)',
     },
   ]);
   // Treated again: the high reading was before it, and a new one within the limit stands.
-  await h.pwht([weld], { treated_on: '2026-02-20', holding_temperature_f: 1300, hold_minutes: 60 });
+  await h.pwht([weld], {
+    treated_on: '2026-02-20',
+    holding_temperature_f: 1300,
+    hold_minutes: 120,
+  });
   await h.hardness(weld, 230, '2026-02-21', 'haz');
   t.deepEqual(await h.heatChecks(weld), []);
   // P-No. 1 has no limit in the table.

@@ -51,7 +51,7 @@ test('QW-403.11 from the material: a weld joining an A106-B pipe (P-No. 1) and a
   const checks = await w.checks(m.fx, weldId);
   t.deepEqual(
     checks.filter((c) => c.code === 'WPS_PNUMBER').map((c) => c.detail),
-    ['P-No. 1 to P-No. 5A is not the joint WPS WPS-1 rev 0 covers (P-No. 1 to P-No. 1; QW-403.11)'],
+    ['P-No. 1 to P-No. 5A is not a joint WPS WPS-1 rev 0 covers (P-No. 1 to P-No. 1; QW-403.11)'],
   );
   // And P-No. 5A over 1/2 in. asks for PWHT: not at 0.237 in.
   t.false(checks.some((c) => c.code === 'PWHT_REQUIRED'));

@@ -158,7 +158,7 @@ test('QW-403.11: a weld of P-No. 1 to P-No. 8 on a WPS for P-No. 1 to 1 is WPS_P
       {
         code: 'WPS_PNUMBER',
         detail:
-          'P-No. 1 to P-No. 8 is not the joint WPS WPS-11 rev 0 covers (P-No. 1 to P-No. 1; QW-403.11)',
+          'P-No. 1 to P-No. 8 is not a joint WPS WPS-11 rev 0 covers (P-No. 1 to P-No. 1; QW-403.11)',
       },
     ],
   );

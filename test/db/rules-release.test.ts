@@ -8,7 +8,8 @@ import { refusal, rulesWorld, type Role, type RulesWorld } from '../helpers/rule
 
 /**
  * Five welds of W1 on ISO-1 (L-1), all accepted; one RT-examined and visually examined, which
- * meets both 5% lots (ceil(5% x 5) = 1): a ready package.
+ * meets both 5% lots (ceil(5% x 5) = 1), the others accepted on a visual inspection: a ready
+ * package.
  */
 async function readyPackage(w: RulesWorld) {
   const fx = w.a;
@@ -19,7 +20,11 @@ async function readyPackage(w: RulesWorld) {
   const welds = await w.weldsOf(fx, isoId, welderId, 'N', 5, { wps_id: wpsId });
   await w.recordNdt(fx, 'RT', 'RT-1', [[welds[0]!, 'accepted']]);
   await w.recordInspection(fx, 'visual', [welds[0]!]);
-  for (const id of welds.slice(1)) await w.moveWeld(fx, 'inspector', id, 'ACCEPTED');
+  // The others accepted by hand on their visual inspection.
+  const visual = await w.recordInspection(fx, 'visual', welds.slice(1));
+  for (const id of welds.slice(1)) {
+    await w.moveWeld(fx, 'inspector', id, 'ACCEPTED', null, { inspectionId: visual });
+  }
   const packageId = await w.testPackage(fx, 'TP-1', { isos: [isoId] });
   return { fx, wpsId, isoId, welderId, qualificationId, welds, packageId };
 }

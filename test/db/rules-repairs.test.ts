@@ -1,6 +1,6 @@
 // B31.3 341.3.3 in SQL: a repaired weld is examined again by the methods that rejected it, by a
-// record dated on or after the re-weld; until then REEXAMINATION_OPEN (checks, readiness), and in
-// refuse mode no acceptance by hand (WD012).
+// record dated on or after the repair was welded; until then REEXAMINATION_OPEN (checks,
+// readiness), and no acceptance, by hand (WD012) or by a record of another method (held).
 import test from 'ava';
 import { refusal, rulesWorld, type RulesWorld } from '../helpers/rules.ts';
 
@@ -40,12 +40,12 @@ test('341.3.3: a weld rejected by RT and repaired owes RT: REEXAMINATION_OPEN un
   const [open] = (await w.checks(r.fx, r.weldId)).filter((c) => c.code === 'REEXAMINATION_OPEN');
   t.is(
     open!.detail,
-    `repair 1, re-welded on ${r.reweldedOn}, owes a new RT examination (RT or UT) dated on or after that day (B31.3 341.3.3); RT report RT-1 of 2026-02-10 rejected it`,
+    `repair 1, welded on ${r.reweldedOn}, owes a new RT examination (RT or UT) dated on or after that day (B31.3 341.3.3); RT report RT-1 of 2026-02-10 rejected it`,
   );
 
-  // Another method accepts it (and moves it to ACCEPTED): the RT is still owed.
+  // Another method accepts it: the weld stays PENDING, since the RT is still owed.
   await w.recordNdt(r.fx, 'MT', 'MT-1', [[r.weldId, 'accepted']], r.reweldedOn);
-  t.deepEqual(await w.statuses(r.weldId), ['ACCEPTED']);
+  t.deepEqual(await w.statuses(r.weldId), ['PENDING']);
   t.true((await w.codes(r.fx, r.weldId)).includes('REEXAMINATION_OPEN'));
   // An RT dated before the re-weld is no re-examination; records are never dated before the
   // weld was made, but the re-weld is later than that.
@@ -72,21 +72,24 @@ test("341.3.3: UT, RT's volumetric equal, closes an RT re-examination; a weld re
   t.false((await w.codes(r.fx, r.weldId)).includes('REEXAMINATION_OPEN'));
 });
 
-test("341.3.3: where the tenant refuses failing welds, accepting a repaired weld by hand while its RT is owed is WD012; in 'show' mode it is allowed and readiness holds it", async (t) => {
+test('341.3.3: accepting a repaired weld by hand while its RT is owed is WD012, whatever the tenant\u2019s mode; readiness holds it', async (t) => {
   const w = await rulesWorld(t);
   const r = await repaired(w);
-  await w.setting(r.fx, 'weld_checks', 'refuse');
-  const error = await refusal(t, w.moveWeld(r.fx, 'inspector', r.weldId, 'ACCEPTED'));
-  t.is(error.code, 'WD012');
-  t.regex(error.message, /^weld N-1 owes a re-examination after its repair: repair 1/);
-  t.deepEqual(
-    (JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.map((c) => c.code),
-    ['REEXAMINATION_OPEN'],
-  );
-  t.deepEqual(await w.statuses(r.weldId), ['PENDING'], 'nothing written');
-
-  await w.setting(r.fx, 'weld_checks', 'show');
-  await w.moveWeld(r.fx, 'inspector', r.weldId, 'ACCEPTED');
+  const inspection = await w.recordInspection(r.fx, 'visual', [r.weldId], 'accepted', r.reweldedOn);
+  for (const mode of ['refuse', 'show']) {
+    await w.setting(r.fx, 'weld_checks', mode);
+    const error = await refusal(
+      t,
+      w.moveWeld(r.fx, 'inspector', r.weldId, 'ACCEPTED', null, { inspectionId: inspection }),
+    );
+    t.is(error.code, 'WD012', mode);
+    t.regex(error.message, /^weld N-1 is not accepted: repair 1/);
+    t.deepEqual(
+      (JSON.parse(error.detail!) as { checks: Array<{ code: string }> }).checks.map((c) => c.code),
+      ['REEXAMINATION_OPEN'],
+    );
+    t.deepEqual(await w.statuses(r.weldId), ['PENDING'], 'nothing written');
+  }
   const packageId = await w.testPackage(r.fx, 'TP-1', { welds: [r.weldId] });
   t.true(
     (await w.readiness(r.fx, packageId)).some(

@@ -171,6 +171,7 @@ test("refuse mode: an engineer's write that leaves a weld unqualified, on a draf
       welded_on: '2026-02-01',
       base_metal_1_p_number: '1',
       base_metal_2_p_number: '1',
+      preheat_f: 50,
       ...extra,
     };
     const names = Object.keys(row);

@@ -12,6 +12,8 @@ import {
   NDT_METHODS,
   OAUTH_SCOPES,
   CALENDAR,
+  CODE_EDITIONS,
+  PWHT_HEATINGS,
   QUALIFICATION_JOINTS,
   QUALIFICATION_RANGE_DIMENSIONS,
   QUALIFICATION_STATES,
@@ -117,6 +119,16 @@ test('enums, checked value lists and request roles match the database', async (t
   t.deepEqual(await checkedValues('weld_public.tenant_settings', 'examination_lot'), [
     ...EXAMINATION_LOTS,
   ]);
+  // The code editions: the setting, and every table of rows by edition.
+  for (const [table, column] of [
+    ['weld_public.tenant_settings', 'code_edition'],
+    ['weld_public.heat_treatment_rules', 'edition'],
+    ['weld_public.preheat_rules', 'edition'],
+    ['weld_public.heat_treatment_exemptions', 'edition'],
+  ] as const) {
+    t.deepEqual(await checkedValues(table, column), [...CODE_EDITIONS], `${table}.${column}`);
+  }
+  t.deepEqual(await checkedValues('weld_public.pwht_records', 'heating'), [...PWHT_HEATINGS]);
   t.deepEqual(await checkedValues('weld_public.tenant_settings', 'weld_checks'), [
     ...WELD_CHECK_MODES,
   ]);

@@ -207,10 +207,10 @@ test('a randomized run of inserts, bulk inserts, status changes, moves and delet
           : () => {
               const weld = r.pick(live);
               return as(pool, a, 'engineer', (c) =>
-                c.query(`select from weld_public.change_weld_status($1, $2, 'randomized run')`, [
-                  weld.id,
-                  r.pick(NEXT[weld.status]),
-                ]),
+                c.query(
+                  `select from weld_public.change_weld_status($1, $2, 'randomized run', null, null, null, case when $2::weld_public.weld_status = 'ACCEPTED' then 'randomized run' end)`,
+                  [weld.id, r.pick(NEXT[weld.status])],
+                ),
               );
             },
       ],
@@ -303,10 +303,10 @@ test('a randomized run of inserts, bulk inserts, status changes, moves and delet
                    select $1, $2 || '-' || n, 'BW', 3 from generate_series(1, 10) n`,
                   [r.pick(isos), nextNumber()],
                 );
-                await c.query(`select from weld_public.change_weld_status($1, $2, 'undone')`, [
-                  weld.id,
-                  r.pick(NEXT[weld.status]),
-                ]);
+                await c.query(
+                  `select from weld_public.change_weld_status($1, $2, 'undone', null, null, null, case when $2::weld_public.weld_status = 'ACCEPTED' then 'undone' end)`,
+                  [weld.id, r.pick(NEXT[weld.status])],
+                );
                 throw Object.assign(new Error('rolled back on purpose'), { code: 'ROLLBACK' });
               }),
       ],
@@ -390,8 +390,11 @@ test('an ISO starts at zero; counts follow inserts, status changes, moves and de
   ).rows.map((row) => row.id);
   t.like(await countsOf(owner, iso2), { ...zero, total: 3, pending: 3, version: '2' });
 
-  await as(pool, a, 'inspector', (c) =>
-    c.query(`select from weld_public.change_weld_status($1, 'ACCEPTED')`, [ids[0]]),
+  await as(pool, a, 'engineer', (c) =>
+    c.query(
+      `select from weld_public.change_weld_status($1, 'ACCEPTED', null, null, null, null, 'disposition')`,
+      [ids[0]],
+    ),
   );
   t.like(await countsOf(owner, iso2), { total: 3, pending: 2, accepted: 1, version: '3' });
 
@@ -537,8 +540,11 @@ test('bulk statements of one tenant at once do not deadlock: eight writers over 
   );
   const pending = await Promise.all(Array.from({ length: 6 }, () => a.weld('PENDING')));
   const changes = pending.map((weld) =>
-    as(pool, a, 'inspector', (c) =>
-      c.query(`select from weld_public.change_weld_status($1, 'ACCEPTED')`, [weld]),
+    as(pool, a, 'engineer', (c) =>
+      c.query(
+        `select from weld_public.change_weld_status($1, 'ACCEPTED', null, null, null, null, 'disposition')`,
+        [weld],
+      ),
     ),
   );
   await Promise.all([...writers, ...changes]);

@@ -323,10 +323,19 @@ export const CASES: ResourceCase[] = [
         { query: () => 'status=ACCEPTED', wants: 'b', matches: (i) => i.status === 'ACCEPTED' },
       ],
     },
-    // Every weld starts PENDING: the inspector accepts weld 1 (the status has its own path).
+    // Every weld starts PENDING: the engineer accepts weld 1 on a disposition (the status has its
+    // own path, and an acceptance names its basis).
     beforeFilters: (w, base, _a, b) =>
-      expect200(w.a.inspector.patch(`${base}/${b.id}/status`, { status: 'ACCEPTED' })),
-    readOnly: { post: ['status', 'repairCycle'], patch: ['status', 'repairCycle'] },
+      expect200(
+        w.a.engineer.patch(`${base}/${b.id}/status`, {
+          status: 'ACCEPTED',
+          disposition: 'NCR-1 use as is',
+        }),
+      ),
+    readOnly: {
+      post: ['status', 'repairCycle', 'acceptanceDisposition'],
+      patch: ['status', 'repairCycle', 'acceptanceNdtRecordId'],
+    },
     naturalKey: ['isoId', 'weldNumber'],
     references: [
       { field: 'isoId', to: 'isos' },

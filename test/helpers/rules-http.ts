@@ -155,7 +155,10 @@ export function makers(a: Record<Role, Client>) {
         thicknessMaxIn: 1,
         ...extra,
       }),
-    /** A butt weld, NPS 6, 0.28 in wall, P-No. 1 to 1, welded 2026-03-01 (the rest from `body`). */
+    /**
+     * A butt weld, NPS 6, 0.28 in wall, P-No. 1 to 1, welded 2026-03-01 with 50 F preheat (B31.3
+     * Table 330.1.1's minimum for it); the rest from `body`.
+     */
     weld: (body: Body) =>
       create('/welds', {
         type: 'BW',
@@ -164,6 +167,7 @@ export function makers(a: Record<Role, Client>) {
         weldedOn: '2026-03-01',
         baseMetal1PNumber: '1',
         baseMetal2PNumber: '1',
+        preheatF: 50,
         ...body,
       }),
     testPackage: (packageNumber: string, extra: Body = {}) =>

@@ -7,7 +7,7 @@
 // coupon T 0.5 in. (QW-451.1: 3/16 in. to 1 in.); an approved WPS backed by it with that range;
 // a welder qualified on 2026-01-10 with a 6.625 in. OD, 0.5 in. coupon (QW-452.3: OD 2.875 in.
 // and up; QW-452.1(b): up to 1 in.); a butt weld NPS 4 (OD 4.5 in.), wall 0.237 in., P-No. 1 to
-// 1, welded on 2026-02-01.
+// 1, welded on 2026-02-01 with 50 F preheat (B31.3 Table 330.1.1's minimum for it).
 import { createHash } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
 import pg from 'pg';
@@ -15,6 +15,12 @@ import { withContext } from '../../db/database.ts';
 import { twoTenants, type TenantFixture } from './fixtures.ts';
 
 export type Role = 'viewer' | 'inspector' | 'engineer' | 'admin';
+/** What an acceptance rests on: one of the three (weld_public.change_weld_status). */
+export interface Basis {
+  ndtRecordId?: string;
+  inspectionId?: string;
+  disposition?: string;
+}
 export type Result = 'accepted' | 'rejected';
 export type Row = Record<string, unknown>;
 
@@ -144,6 +150,7 @@ export async function rulesWorld(t: ExecutionContext) {
       base_metal_1_p_number: '1',
       base_metal_2_p_number: '1',
       welded_on: '2026-02-01',
+      preheat_f: 50,
       ...extra,
     });
   /** `count` welds numbered prefix-01, prefix-02, ... of one welder on one ISO. */
@@ -228,16 +235,42 @@ export async function rulesWorld(t: ExecutionContext) {
         [JSON.stringify({ kind, inspectorName: 'QC', inspectedOn, result, weldIds })],
       )
     )[0]!.id;
-  const moveWeld = (fx: TenantFixture, role: Role, weldId: string, to: string, reason?: string) =>
-    sqlAs(fx, role, 'select weld_public.change_weld_status($1, $2, $3)', [
-      weldId,
-      to,
-      reason ?? null,
-    ]);
-  /** Released for repair and re-welded: REJECTED -> REPAIR -> PENDING. */
-  const repair = async (fx: TenantFixture, weldId: string) => {
+  /**
+   * A status change through the lifecycle function, with what it may carry: the basis of an
+   * acceptance, a re-weld's repair welding.
+   */
+  const moveWeld = (
+    fx: TenantFixture,
+    role: Role,
+    weldId: string,
+    to: string,
+    reason?: string | null,
+    more: Basis & { repair?: Row } = {},
+  ) =>
+    sqlAs(
+      fx,
+      role,
+      'select weld_public.change_weld_status($1, $2, $3, null, $4, $5, $6, $7::jsonb)',
+      [
+        weldId,
+        to,
+        reason ?? null,
+        more.ndtRecordId ?? null,
+        more.inspectionId ?? null,
+        more.disposition ?? null,
+        more.repair ? JSON.stringify(more.repair) : null,
+      ],
+    );
+  /** Released for repair and re-welded: REJECTED -> REPAIR -> PENDING, with the repair's welding. */
+  const repair = async (fx: TenantFixture, weldId: string, welding?: Row) => {
     await moveWeld(fx, 'engineer', weldId, 'REPAIR');
-    await moveWeld(fx, 'inspector', weldId, 'PENDING');
+    await moveWeld(fx, 'inspector', weldId, 'PENDING', null, welding ? { repair: welding } : {});
+  };
+  /** Accepted by hand on a visual inspection of `on` that accepted it (the inspector's basis). */
+  const acceptOnVisual = async (fx: TenantFixture, weldId: string, on = '2026-02-10') => {
+    const inspectionId = await recordInspection(fx, 'visual', [weldId], 'accepted', on);
+    await moveWeld(fx, 'inspector', weldId, 'ACCEPTED', null, { inspectionId });
+    return inspectionId;
   };
 
   /** The tenant's selections as its viewer sees them, by weld number and method. */
@@ -342,6 +375,7 @@ export async function rulesWorld(t: ExecutionContext) {
     recordInspection,
     moveWeld,
     repair,
+    acceptOnVisual,
     selections,
     checks,
     codes,

@@ -139,12 +139,20 @@ export async function until(
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Creates a weld of alpha and accepts it: two events (weld.created, weld.status_changed). */
+/**
+ * Creates a weld of alpha and accepts it (an engineer's disposition): two events (weld.created,
+ * weld.status_changed).
+ */
 export const acceptWeld = async (w: { a: Record<Role, Client>; iso: string }, n: number) => {
   const weld = ok(
     await w.a.engineer.post('/welds', { isoId: w.iso, weldNumber: `W-${n}`, type: 'BW', size: 4 }),
     201,
   );
-  ok(await w.a.inspector.patch(`/welds/${weld.id}/status`, { status: 'ACCEPTED' }));
+  ok(
+    await w.a.engineer.patch(`/welds/${weld.id}/status`, {
+      status: 'ACCEPTED',
+      disposition: 'NCR-1 use as is',
+    }),
+  );
   return weld.id as string;
 };

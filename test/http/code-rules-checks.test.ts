@@ -18,7 +18,7 @@ import { lineWorld } from '../helpers/line-world.ts';
 //------------------------------------------------------------------------------------------------
 // What an ISO requires
 
-test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5% RT and VT) -> required 3 each (every welder), shortfall 3; after an RT draw 3 selected, 0 short; after an RT record 1 examined; category_d ISO -> RT 5% and VT 100%', async (t) => {
+test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5% RT and VT) -> required 3 each (every welder), shortfall 3; after an RT draw 3 selected, 0 short; after an RT record 1 examined; category_d ISO -> VT 100% only (341.4.2), RT where its piping class asks it', async (t) => {
   const w = await world(t);
   const line = await lineWorld(w);
   const before = ok(await w.a.viewer.get(`/isos/${line.iso1}/examination`));
@@ -88,7 +88,8 @@ test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5% RT and VT) -> req
     examined: 1,
   });
 
-  // Category D: the tenant's VT rule (100% of every weld type) and RT from rtPercent (5%).
+  // Category D: the tenant's VT rule (100% of every weld type) and no RT (visual only), unless
+  // the ISO's rtPercent asks it (its piping class).
   const isoD = (await w.make.iso('ISO-D', 'L-300', { fluidService: 'category_d' })).id;
   for (const [i, type] of ['BW', 'BW', 'BW', 'FW'].entries()) {
     await w.make.weld({
@@ -102,6 +103,12 @@ test('ISO examination: ISO-1 of L-100 (40 welds, 3 welders, 5% RT and VT) -> req
   const d = ok(await w.a.viewer.get(`/isos/${isoD}/examination`));
   t.deepEqual(
     d.methods.map((m: Body) => [m.method, m.requiredPercent, m.welds, m.required]),
+    [['VT', 100, 4, 4]],
+  );
+  ok(await w.a.engineer.patch(`/isos/${isoD}`, { rtPercent: 5 }));
+  const asked = ok(await w.a.viewer.get(`/isos/${isoD}/examination`));
+  t.deepEqual(
+    asked.methods.map((m: Body) => [m.method, m.requiredPercent, m.welds, m.required]),
     [
       ['RT', 5, 3, 1],
       ['VT', 100, 4, 4],

@@ -28,8 +28,23 @@ async function readyPackage(w: World) {
     }),
     201,
   );
+  // The others accepted by hand on their visual inspection.
+  const visual = ok(
+    await w.a.inspector.post('/inspections', {
+      kind: 'visual',
+      inspectedOn: '2026-03-02',
+      result: 'accepted',
+      weldIds: welds.slice(1),
+    }),
+    201,
+  );
   for (const id of welds.slice(1)) {
-    ok(await w.a.inspector.patch(`/welds/${id}/status`, { status: 'ACCEPTED' }));
+    ok(
+      await w.a.inspector.patch(`/welds/${id}/status`, {
+        status: 'ACCEPTED',
+        inspectionId: visual.id,
+      }),
+    );
   }
   const packageId = (await w.make.testPackage('TP-1', { isoIds: [isoId] })).id;
   return { isoId, welderId, qualificationId: qualification.id, wpsId, welds, packageId };
@@ -246,7 +261,7 @@ test('a release stays released: after the release, the ISO to severe cyclic is 4
   );
 });
 
-test("B31.3 341.3.3 over REST: a repaired weld's checks name REEXAMINATION_OPEN; where the tenant refuses failing welds, accepting it by hand is 409 /problems/reexamination-open until an RT dated on or after the re-weld", async (t) => {
+test("B31.3 341.3.3 over REST: a repaired weld's checks name REEXAMINATION_OPEN; accepting it by hand is 409 /problems/reexamination-open, in every tenant, until an RT dated on or after the repair", async (t) => {
   const w = await world(t);
   const isoId = (await w.make.iso('ISO-1', 'L-1')).id;
   const welderId = (await w.make.welder('W1')).id;
@@ -254,8 +269,15 @@ test("B31.3 341.3.3 over REST: a repaired weld's checks name REEXAMINATION_OPEN;
   const wpsId = (await w.make.wps('WPS-1')).id;
   const weldId = (await w.make.weld({ isoId, welderId, wpsId, weldNumber: 'N-1' })).id;
   await w.make.rt('RT-1', { [weldId]: 'rejected' });
+  // Fixed days, inside the welder's continuity: the RT of 2026-04-01 rejects, the repair follows.
+  const repairedOn = '2026-04-10';
   ok(await w.a.engineer.patch(`/welds/${weldId}/status`, { status: 'REPAIR' }));
-  ok(await w.a.inspector.patch(`/welds/${weldId}/status`, { status: 'PENDING' }));
+  ok(
+    await w.a.inspector.patch(`/welds/${weldId}/status`, {
+      status: 'PENDING',
+      repair: { weldedOn: repairedOn, welderId, preheatF: 50 },
+    }),
+  );
   const checks = ok(await w.a.viewer.get(`/welds/${weldId}/checks`)).checks as Body[];
   t.deepEqual(
     checks.map((c) => c.code),
@@ -263,19 +285,32 @@ test("B31.3 341.3.3 over REST: a repaired weld's checks name REEXAMINATION_OPEN;
   );
   t.regex(String(checks[0]!.detail), /owes a new RT examination \(RT or UT\)/);
 
-  await w.owner.query(
-    `update weld_public.tenant_settings set weld_checks = 'refuse' where tenant_id = $1`,
-    [w.tenantA],
+  const visual = ok(
+    await w.a.inspector.post('/inspections', {
+      kind: 'visual',
+      inspectedOn: repairedOn,
+      result: 'accepted',
+      weldIds: [weldId],
+    }),
+    201,
   );
-  const refused = await w.a.inspector.patch(`/welds/${weldId}/status`, { status: 'ACCEPTED' });
-  problemOf(t, refused, 409, '/problems/reexamination-open');
-  t.is(refused.json.checks[0].code, 'REEXAMINATION_OPEN');
-  const today = new Date().toISOString().slice(0, 10);
+  for (const mode of ['show', 'refuse']) {
+    await w.owner.query(
+      `update weld_public.tenant_settings set weld_checks = $2 where tenant_id = $1`,
+      [w.tenantA, mode],
+    );
+    const refused = await w.a.inspector.patch(`/welds/${weldId}/status`, {
+      status: 'ACCEPTED',
+      inspectionId: visual.id,
+    });
+    problemOf(t, refused, 409, '/problems/reexamination-open');
+    t.is(refused.json.checks[0].code, 'REEXAMINATION_OPEN', mode);
+  }
   ok(
     await w.a.inspector.post('/ndt-records', {
       method: 'UT',
       reportNumber: 'UT-2',
-      examinedOn: today,
+      examinedOn: '2026-04-15',
       welds: [{ weldId, result: 'accepted' }],
     }),
     201,

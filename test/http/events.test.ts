@@ -306,7 +306,12 @@ test('a request that fails writes no event; filters by type and subject narrow t
   t.is((await w.a.engineer.post('/isos', { isoNumber: 'ISO-1', lineNumber: 'L-1' })).status, 409);
   t.deepEqual(await eventsAfter(w.a.viewer, start), [], 'no event from a refused request');
 
-  ok(await w.a.inspector.patch(`/welds/${weld.id}/status`, { status: 'ACCEPTED' }));
+  ok(
+    await w.a.engineer.patch(`/welds/${weld.id}/status`, {
+      status: 'ACCEPTED',
+      disposition: 'NCR-1 use as is',
+    }),
+  );
   ok(await w.a.engineer.patch(`/isos/${iso.id}`, { area: 'South' }));
   const statusOnly = await eventsAfter(w.a.viewer, start, '&types=weld.status_changed');
   t.deepEqual(

@@ -78,7 +78,9 @@ for (const prefix of PREFIXES) {
       { weldId: alsoOnFilm, result: 'rejected' },
       { weldId: clean, result: 'accepted' },
       { weldId: given, result: 'accepted' },
-    ].sort((x, y) => x.weldId.localeCompare(y.weldId));
+    ]
+      .map((r) => ({ ...r, defectLengthIn: null, acceptanceHeld: null }))
+      .sort((x, y) => x.weldId.localeCompare(y.weldId));
     t.deepEqual(read.json.welds, expectedResults);
     const intervals = read.json.filmIntervals as Array<{ id: string }>;
     t.deepEqual(
@@ -87,8 +89,8 @@ for (const prefix of PREFIXES) {
         return rest;
       }),
       [
-        { label: '0-1', result: 'rejected', defectCodes: ['PO', 'IF'], weldIds: sorted([onFilm, alsoOnFilm]) }, // prettier-ignore
-        { label: '1-2', result: 'accepted', defectCodes: [], weldIds: sorted([clean, given]) },
+        { label: '0-1', result: 'rejected', defectCodes: ['PO', 'IF'], defectLengthIn: null, weldIds: sorted([onFilm, alsoOnFilm]) }, // prettier-ignore
+        { label: '1-2', result: 'accepted', defectCodes: [], defectLengthIn: null, weldIds: sorted([clean, given]) }, // prettier-ignore
       ],
     );
 

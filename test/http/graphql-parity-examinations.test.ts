@@ -355,15 +355,22 @@ test("a weld's status changes through changeWeldStatus only, never a generated u
   // An engineer's generated update of another field leaves the status alone.
   const material = await update(w, 'engineer', 'weld', node, { material: 'A333-6' });
   t.is(material.outcome, 'allowed', material.detail);
-  // The lifecycle mutation is the way, with its history.
-  const changed = await mutate(w, 'inspector', 'changeWeldStatus', {
+  // The lifecycle mutation is the way, with its history (this acceptance rests on an engineer's
+  // disposition).
+  const changed = await mutate(w, 'engineer', 'changeWeldStatus', {
     weldId: weld,
     newStatus: 'ACCEPTED',
+    disposition: 'NCR-3 use as is',
   });
   t.is(changed.outcome, 'allowed', changed.detail);
   const read = await w.rest('viewer', 'GET', `/welds/${weld}`);
   t.like(read.json, { status: 'ACCEPTED', material: 'A333-6' });
   const history = (await w.rest('viewer', 'GET', `/welds/${weld}/history`)).json.items;
   t.is(history.length, 1);
-  t.like(history[0], { toStatus: 'ACCEPTED', cause: 'user', changedBy: w.userIds.inspector });
+  t.like(history[0], {
+    toStatus: 'ACCEPTED',
+    cause: 'user',
+    changedBy: w.userIds.engineer,
+    disposition: 'NCR-3 use as is',
+  });
 });

@@ -179,10 +179,10 @@ test('an analyst (viewer) cannot mutate through GraphQL; an inspector can change
   const inspector = await token('inspector');
   const ok = await gql(
     inspector,
-    `mutation { changeWeldStatus(input: { weldId: "${pending}", newStatus: ACCEPTED }) { result { status version } } }`,
+    `mutation { changeWeldStatus(input: { weldId: "${pending}", newStatus: REJECTED }) { result { status version } } }`,
   );
   t.is(ok.json.errors, undefined, JSON.stringify(ok.json.errors));
-  t.is(ok.json.data.changeWeldStatus.result.status, 'ACCEPTED');
+  t.is(ok.json.data.changeWeldStatus.result.status, 'REJECTED');
 });
 
 test("a mutation's fields commit one by one, as separate requests would: two changes of a weld are two events", async (t) => {
@@ -439,15 +439,16 @@ test('ISO progress: allIsos { weldCounts } and allIsoWeldCounts give the welds c
     first.byIso,
   );
 
-  // An inspector accepts a pending weld over GraphQL: the next read counts it.
+  // An engineer accepts a pending weld over GraphQL, on a disposition: the next read counts it.
   const { rows } = await owner.query<{ id: string; iso_id: string }>(
     `select w.id, w.iso_id from weld_public.welds w join weld_public.tenants t on t.id = w.tenant_id
       where t.slug = 'alpha' and w.status = 'PENDING' order by w.id limit 1`,
   );
   const weld = rows[0]!;
   const changed = await gql(
-    await token('inspector'),
-    `mutation { changeWeldStatus(input: { weldId: "${weld.id}", newStatus: ACCEPTED }) { result { status } } }`,
+    await token('engineer'),
+    `mutation { changeWeldStatus(input: { weldId: "${weld.id}", newStatus: ACCEPTED,
+        disposition: "NCR-7 use as is" }) { result { status } } }`,
   );
   t.is(changed.json.errors, undefined, JSON.stringify(changed.json.errors));
   const after = await progress();
@@ -586,7 +587,7 @@ test("the database's refusals reach GraphQL as clear errors carrying REST's prob
     await error(
       inspector,
       change(
-        `weldId: "${pending.id}", newStatus: ACCEPTED, expectedVersion: ${pending.version + 5}`,
+        `weldId: "${pending.id}", newStatus: REJECTED, expectedVersion: ${pending.version + 5}`,
       ),
     ),
     {
@@ -595,12 +596,16 @@ test("the database's refusals reach GraphQL as clear errors carrying REST's prob
     },
   );
   // Nothing changed, and a correct request still goes through.
+  // An acceptance naming no basis is refused as REST refuses it.
+  t.like(await error(inspector, change(`weldId: "${pending.id}", newStatus: ACCEPTED`)), {
+    extensions: { code: '/problems/validation-failed', status: 422 },
+  });
   const ok = await gql(
     inspector,
-    change(`weldId: "${pending.id}", newStatus: ACCEPTED, expectedVersion: ${pending.version}`),
+    change(`weldId: "${pending.id}", newStatus: REJECTED, expectedVersion: ${pending.version}`),
   );
   t.deepEqual(ok.json, {
-    data: { changeWeldStatus: { result: { status: 'ACCEPTED', version: pending.version + 1 } } },
+    data: { changeWeldStatus: { result: { status: 'REJECTED', version: pending.version + 1 } } },
   });
 });
 

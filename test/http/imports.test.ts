@@ -324,7 +324,7 @@ test("tenant B's ISO of the same number is never touched from tenant A", async (
   // And bravo's export holds its own weld only.
   const exported = await w.b.engineer.get('/welds?format=csv');
   t.is(exported.text.trim().split('\n').length, 2);
-  t.regex(exported.text, /ISO-1,L-B,W1,BW,2,40,,bravo steel,W-1,,,,,,PENDING,0,1/);
+  t.regex(exported.text, /ISO-1,L-B,W1,BW,2,40,,bravo steel,W-1,,,,,,,PENDING,0,,1/);
 });
 
 test('the body: 415 unless text/csv in UTF-8, 413 past IMPORT_MAX_BYTES, 422 for a bad header, text that is not UTF-8 or CSV; CSRF holds', async (t) => {
@@ -522,10 +522,13 @@ test('export: every weld the filters select as CSV, streamed with flat memory (3
   t.true(text.startsWith('\uFEFF'));
   const lines = text.slice(1).trimEnd().split('\n');
   t.is(lines.length, 30_001);
-  t.is(lines[0], `${HEADER},baseMetal1PNumber,baseMetal2PNumber,status,repairCycle,version`);
+  t.is(
+    lines[0],
+    `${HEADER},baseMetal1PNumber,baseMetal2PNumber,preheatF,status,repairCycle,acceptance,version`,
+  );
   t.regex(
     lines[1]!,
-    /^ISO-000-S+,L-0-P+,W00-n+,BW,2,40,0\.154,'=formula x+,W-1,WPS-1,0,2026-03-02,,,PENDING,0,1$/,
+    /^ISO-000-S+,L-0-P+,W00-n+,BW,2,40,0\.154,'=formula x+,W-1,WPS-1,0,2026-03-02,,,,PENDING,0,,1$/,
   );
 
   // The export imports back as it is: every weld unchanged.

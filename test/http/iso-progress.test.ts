@@ -61,7 +61,8 @@ test('an ISO: the ETag changes with its weld counts; If-Match checks its own ver
   const current = afterInsert.headers.etag!;
   t.is((await call('GET', `/isos/${isoId}`, undefined, { 'if-none-match': current })).status, 304);
 
-  t.is((await call('PATCH', `/welds/${weldId}/status`, { status: 'ACCEPTED' })).status, 200);
+  const accept = { status: 'ACCEPTED', disposition: 'NCR-1 use as is' };
+  t.is((await call('PATCH', `/welds/${weldId}/status`, accept)).status, 200);
   const afterStatus = await call('GET', `/isos/${isoId}`, undefined, { 'if-none-match': current });
   t.is(afterStatus.status, 200);
   t.like(afterStatus.json as object, { weldCounts: { total: 1, pending: 0, accepted: 1 } });
@@ -130,7 +131,10 @@ test("GET /isos/weld-counts: every ISO's counts in one answer, as each ISO shows
   const busy = isos.find((iso) => iso.weldCounts.pending! > 0)!;
   const weld = (await viewer('GET', `/welds?isoId=${busy.id}&status=PENDING&limit=1`)).json
     .items[0];
-  const changed = await engineer('PATCH', `/welds/${weld.id}/status`, { status: 'ACCEPTED' });
+  const changed = await engineer('PATCH', `/welds/${weld.id}/status`, {
+    status: 'ACCEPTED',
+    disposition: 'NCR-1 use as is',
+  });
   t.is(changed.status, 200, changed.text);
 
   const all = await viewer('GET', '/isos/weld-counts');

@@ -66,7 +66,8 @@ test('GET /isos and /isos/{id}: weldCounts follow the welds, a PATCH /welds/{id}
   const [first, second, third] = made as [Item, Item, Item];
   const status = (role: 'inspector' | 'engineer', weld: Item, body: Body) =>
     w.a[role].patch(`/welds/${weld.id}/status`, body);
-  t.is((await status('inspector', first, { status: 'ACCEPTED' })).status, 200);
+  const accept = { status: 'ACCEPTED', disposition: 'NCR-1 use as is' };
+  t.is((await status('engineer', first, accept)).status, 200);
   t.deepEqual(await counts(), { ...zeroCounts, total: 3, pending: 2, accepted: 1 });
   t.is((await status('inspector', second, { status: 'REJECTED' })).status, 200);
   t.is((await status('engineer', second, { status: 'REPAIR' })).status, 200);

@@ -78,7 +78,10 @@ const CALLS: Array<{
         }),
         201,
       );
-      return c.patch(`/welds/${weld.id}/status`, { status: 'ACCEPTED', reason: 'scope test' });
+      return c.patch(`/welds/${weld.id}/status`, {
+        status: 'ACCEPTED',
+        disposition: 'scope test',
+      });
     },
     status: 200,
   },

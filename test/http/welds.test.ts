@@ -180,9 +180,10 @@ for (const prefix of PREFIXES) {
     t.is(small.status, 200);
     t.deepEqual(ids(small), ['R1', 'R2', 'V1', 'W0001', 'W0002', 'W0003']);
     t.deepEqual(Object.keys(small.json.items[0]).sort(), [
+      'acceptanceDisposition', 'acceptanceInspectionId', 'acceptanceNdtRecordId',
       'baseMetal1PNumber', 'baseMetal2PNumber', 'component1Id', 'component2Id', 'createdAt', 'id',
       'isoId', 'mapPage', 'mapX', 'mapY', 'material',
-      'preheatF', 'repairCycle', 'schedule', 'size', 'status', 'type', 'updatedAt', 'version', 'wallThickness',
+      'preheatF', 'repairCycle', 'schedule', 'size', 'status', 'throatIn', 'type', 'updatedAt', 'version', 'wallThickness',
       'weldNumber', 'weldedOn', 'welderId', 'wpsId',
     ]); // prettier-ignore
     t.deepEqual(ids(await get(w, at(`/welds?isoId=${w.smallIso}&status=REJECTED`))), ['R1']);
@@ -326,16 +327,36 @@ for (const prefix of PREFIXES) {
   test(`PATCH ${at('/welds/{id}/status')}: 200 with new ETag; 409 with allowed; 412; 403; 422; 404`, async (t) => {
     const w = await world(t);
     const weld = await firstWeld(w, prefix, `isoId=${w.bigIso}`);
+    // An acceptance names its basis; this one an engineer's documented disposition.
+    const unfounded = await patchStatus(w, prefix, weld.id, { status: 'ACCEPTED' }, w.tokens.admin);
+    problemOf(t, unfounded, 422);
+    t.deepEqual(
+      unfounded.json.errors.map((e: { pointer: string }) => e.pointer),
+      [''],
+    );
+    problemOf(
+      t,
+      await patchStatus(
+        w,
+        prefix,
+        weld.id,
+        { status: 'ACCEPTED', disposition: 'NCR-7 use as is' },
+        w.tokens.inspector,
+      ),
+      403,
+      "a disposition is an engineer's",
+    );
     const accepted = await patchStatus(
       w,
       prefix,
       weld.id,
-      { status: 'ACCEPTED' },
-      w.tokens.inspector,
+      { status: 'ACCEPTED', disposition: 'NCR-7 use as is' },
+      w.tokens.engineer,
       { 'if-match': `"${weld.version}"` },
     );
     t.is(accepted.status, 200);
     t.is(accepted.json.status, 'ACCEPTED');
+    t.is(accepted.json.acceptanceDisposition, 'NCR-7 use as is');
     t.is(accepted.json.version, weld.version + 1);
     t.is(accepted.headers.etag, `"${weld.version + 1}"`);
 
@@ -441,7 +462,7 @@ for (const prefix of PREFIXES) {
         method: 'PATCH',
         path: at(`/welds/${weld.id}/status`),
         host: A,
-        body: { status: 'ACCEPTED' },
+        body: { status: 'REJECTED', reason: 'RT film shows a crack' },
         headers: { cookie, ...headers },
       });
     problemOf(t, await send({}), 403);
